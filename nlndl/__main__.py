@@ -1,0 +1,5 @@
+"""``python -m nlndl`` runs the command-line interface."""
+
+from nlndl.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""Benchmarks and the paper's experiments, run by ``nlndl bench``."""

@@ -1,0 +1,59 @@
+"""Figures for the benchmarks (matplotlib, Agg backend: no display needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+COLOURS = {"nln": "tab:blue", "mlp": "tab:red"}
+
+
+def _mean_curve(runs: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
+    curves = np.array([r["curve"] for r in runs], dtype=float)  # (runs, points, 2)
+    return curves[0, :, 0], curves[:, :, 1].mean(0)
+
+
+def plot_boolean(results: dict[str, Any], path: Path) -> None:
+    """Left: DNF test errors vs step at the largest p; right: parity bit error vs samples (n = 50 if run)."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    if results["dnf"]:
+        p = max(r["p"] for r in results["dnf"])
+        for model in sorted({r["model"] for r in results["dnf"]}):
+            runs = [r for r in results["dnf"] if r["p"] == p and r["model"] == model]
+            for r in runs:
+                steps, errs = np.array(r["curve"], dtype=float).T
+                left.plot(steps, errs, color=COLOURS.get(model), alpha=0.25, lw=0.8)
+            x, mean = _mean_curve(runs)
+            left.plot(x, mean, color=COLOURS.get(model), lw=2, label=f"{model.upper()} (mean of {len(runs)})")
+        left.set_yscale("symlog", linthresh=1)
+        left.set(
+            title=f"Random DNF, 10 bits, Bernoulli(p={p})",
+            xlabel="training step (batch 50)",
+            ylabel="errors on 1000 test samples",
+        )
+        left.legend()
+    if results["xor"]:
+        ns = sorted({r["n"] for r in results["xor"]})
+        n = 50 if 50 in ns else ns[-1]
+        for model in sorted({r["model"] for r in results["xor"]}):
+            runs = [r for r in results["xor"] if r["n"] == n and r["model"] == model]
+            x, mean = _mean_curve(runs)
+            right.plot(
+                x, mean, color=COLOURS.get(model), lw=2, label=f"{model.upper()} (mean of {len(runs)})"
+            )
+        right.set(
+            title=f"Parity of n={n} bits",
+            xlabel="training samples",
+            ylabel="average bit error",
+            ylim=(-0.02, 0.6),
+        )
+        right.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,33 @@
+"""Progress reporting for long runs: a rich bar on a terminal, silence otherwise or with --quiet."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+stderr = Console(stderr=True)
+
+
+@contextmanager
+def progress_bar(total: int, quiet: bool = False) -> Iterator[Callable[[str], None]]:
+    """Yield ``tell(label)``: call it before each of ``total`` units of work."""
+    if quiet or not sys.stderr.isatty():
+        yield lambda _label: None
+        return
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=stderr, transient=True) as bar:
+        task = bar.add_task("starting", total=total)
+        started = False
+
+        def tell(label: str) -> None:
+            nonlocal started
+            if started:
+                bar.advance(task)
+            started = True
+            bar.update(task, description=label)
+
+        yield tell

@@ -1,0 +1,47 @@
+"""Segment reductions for gather/scatter message passing; torch-scatter is probed here, once.
+
+torch's own ``index_add_`` / ``scatter_reduce_`` are the default. torch-scatter (optional, built
+from source) is used only when importable and only for sums and maxima, whose gradients it gets
+right; products always go through torch (torch-scatter's ``scatter_mul`` has no gradient at 0).
+"""
+
+from __future__ import annotations
+
+import torch
+
+try:  # pragma: no cover - depends on an optional source build
+    import torch_scatter as _torch_scatter
+
+    WITH_TORCH_SCATTER = True
+except ImportError:  # the default
+    _torch_scatter = None
+    WITH_TORCH_SCATTER = False
+
+
+def backend() -> str:
+    """Name of the scatter implementation in use."""
+    return "torch-scatter" if WITH_TORCH_SCATTER else "torch"
+
+
+def scatter_sum(src: torch.Tensor, index: torch.Tensor, size: int, use_fast: bool = True) -> torch.Tensor:
+    """out[..., j] = sum of src[..., i] over i with index[i] == j (reduction over the last dim)."""
+    if use_fast and _torch_scatter is not None:
+        return _torch_scatter.scatter_add(src, index, dim=-1, dim_size=size)
+    out = src.new_zeros(*src.shape[:-1], size)
+    return out.index_add(-1, index, src)
+
+
+def scatter_max(src: torch.Tensor, index: torch.Tensor, size: int, use_fast: bool = True) -> torch.Tensor:
+    """out[..., j] = max of src[..., i] over index[i] == j; 0 where no i maps to j (values in [0, 1])."""
+    if use_fast and _torch_scatter is not None:
+        return _torch_scatter.scatter_max(src, index, dim=-1, dim_size=size)[0].clamp_min(0.0)
+    out = src.new_zeros(*src.shape[:-1], size)
+    expanded = index.expand_as(src) if index.dim() == src.dim() else index.expand(*src.shape[:-1], -1)
+    return out.scatter_reduce(-1, expanded, src, reduce="amax", include_self=True)
+
+
+def scatter_or(src: torch.Tensor, index: torch.Tensor, size: int) -> torch.Tensor:
+    """Product OR, 1 - prod(1 - src), over each segment, computed with torch's exact ``prod``."""
+    out = src.new_ones(*src.shape[:-1], size)
+    expanded = index.expand(*src.shape[:-1], -1)
+    return 1.0 - out.scatter_reduce(-1, expanded, 1.0 - src, reduce="prod", include_self=True)

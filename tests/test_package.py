@@ -1,0 +1,46 @@
+"""Packaging: one import root, explicit package list, layering rules."""
+
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_package_folder_is_listed():
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(config["packages"])
+    mapping = config["package-dir"]
+    found = set()
+    for dotted, folder in mapping.items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT / folder)
+            found.add(".".join([dotted, *rel.parts]))
+    assert found == listed, f"unlisted: {found - listed}, missing: {listed - found}"
+
+
+def run_python(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], cwd="/", capture_output=True, text=True)
+
+
+def test_generic_names_do_not_leak_into_site_packages():
+    for name in ("compiler", "runtime"):
+        result = run_python(f"import {name}")
+        assert result.returncode != 0 and "ModuleNotFoundError" in result.stderr
+
+
+def test_compiler_never_imports_torch():
+    result = run_python("import sys, nlndl.compiler; assert 'torch' not in sys.modules, 'torch imported'")
+    assert result.returncode == 0, result.stderr
+
+
+def test_cli_module_never_imports_click():
+    for path in [p for folder in ("nlndl", "compiler", "runtime") for p in (ROOT / folder).rglob("*.py")]:
+        text = path.read_text()
+        assert "import click" not in text and "from click" not in text, path
+
+
+def test_python_dash_m_works():
+    result = subprocess.run([sys.executable, "-m", "nlndl", "--version"], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.startswith("nlndl ")
