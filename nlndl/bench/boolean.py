@@ -129,9 +129,7 @@ def dnf_run(cfg: BooleanConfig, p: float, model_name: str, seed: int) -> dict[st
         learned = model.formula(threshold=0.5)
         every_input = ((np.arange(2**cfg.bits)[:, None] >> np.arange(cfg.bits)) & 1).astype(bool)
         record["formula"] = str(learned)
-        record["formula_equivalent"] = bool(
-            (learned.evaluate(every_input) == target.evaluate(every_input)).all()
-        )
+        record["formula_equivalent"] = bool((learned.evaluate(every_input) == target.evaluate(every_input)).all())
     return record
 
 
@@ -142,9 +140,7 @@ def xor_run(cfg: BooleanConfig, n: int, model_name: str, seed: int) -> dict[str,
     y_test = x_test.sum(1) % 2
     torch.manual_seed(seed)
     model: torch.nn.Module = (
-        Xor(n, c=1.0, init=Init.parse(cfg.xor_init))
-        if model_name == "nln"
-        else MLP(n, list(cfg.xor_mlp_hidden))
+        Xor(n, c=1.0, init=Init.parse(cfg.xor_init)) if model_name == "nln" else MLP(n, list(cfg.xor_mlp_hidden))
     )
     opt = torch.optim.Adam(model.parameters(), lr=cfg.xor_lr if model_name == "nln" else cfg.lr)
     curve: list[list[float]] = []

@@ -44,9 +44,7 @@ def plot_boolean(results: dict[str, Any], path: Path) -> None:
         for model in sorted({r["model"] for r in results["xor"]}):
             runs = [r for r in results["xor"] if r["n"] == n and r["model"] == model]
             x, mean = _mean_curve(runs)
-            right.plot(
-                x, mean, color=COLOURS.get(model), lw=2, label=f"{model.upper()} (mean of {len(runs)})"
-            )
+            right.plot(x, mean, color=COLOURS.get(model), lw=2, label=f"{model.upper()} (mean of {len(runs)})")
         right.set(
             title=f"Parity of n={n} bits",
             xlabel="training samples",

@@ -1,0 +1,130 @@
+"""The sketch's abstract syntax: what the parser produces and the checker reads.
+
+Every node keeps the span of its first token so that later stages can point at the source.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from nlndl.compiler.diagnostics import Span
+
+
+@dataclass(frozen=True)
+class Var:
+    name: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class Const:
+    """A constant: a symbol (quoted string or bare lower-case name) or a number."""
+
+    value: str | int
+    span: Span
+
+    @property
+    def is_number(self) -> bool:
+        return isinstance(self.value, int)
+
+
+Term = Var | Const
+
+
+@dataclass(frozen=True)
+class Atom:
+    predicate: str
+    args: tuple[Term, ...]
+    span: Span
+
+    @property
+    def is_ground(self) -> bool:
+        return all(isinstance(a, Const) for a in self.args)
+
+
+@dataclass(frozen=True)
+class Literal:
+    atom: Atom
+    negated: bool = False
+
+
+@dataclass(frozen=True)
+class Clause:
+    """A fact (empty body) or a background rule."""
+
+    head: Atom
+    body: tuple[Literal, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
+class TypeDecl:
+    name: str
+    base: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class Attribute:
+    name: str
+    type: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class RelationDecl:
+    name: str
+    attributes: tuple[Attribute, ...]
+    span: Span
+
+    @property
+    def arity(self) -> int:
+        return len(self.attributes)
+
+
+@dataclass(frozen=True)
+class Option:
+    key: str
+    value: str | int | tuple[str, ...] | bool
+    span: Span
+
+
+@dataclass(frozen=True)
+class Learn:
+    """``.learn p(key=value, ...)``: p is learned with the given options."""
+
+    predicate: str
+    options: tuple[Option, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
+class Example:
+    atom: Atom
+    positive: bool
+    span: Span
+
+
+@dataclass
+class World:
+    """Facts, rules and examples that belong to one world of the task."""
+
+    name: str
+    span: Span | None
+    clauses: list[Clause] = field(default_factory=list)
+    examples: list[Example] = field(default_factory=list)
+    inputs: list[tuple[str, Span]] = field(default_factory=list)
+
+
+@dataclass
+class Sketch:
+    """A whole program sketch. ``worlds[0]`` is the top level; ``.world`` blocks add more."""
+
+    types: list[TypeDecl] = field(default_factory=list)
+    relations: list[RelationDecl] = field(default_factory=list)
+    outputs: list[tuple[str, Span]] = field(default_factory=list)
+    learns: list[Learn] = field(default_factory=list)
+    steps: tuple[int, Span] | None = None
+    closed: list[tuple[str, Span]] = field(default_factory=list)
+    worlds: list[World] = field(default_factory=list)
+    sources: dict[str, str] = field(default_factory=dict)  # file name -> text, for diagnostics

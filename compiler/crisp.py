@@ -1,0 +1,138 @@
+"""A crisp Datalog evaluator: stratified, semi-naive, over interned constants.
+
+Used for background rules before learning and, later, to check learned programs. Relations are
+sets of int tuples; rules are in a small normal form (:class:`Rule`) independent of the parser.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import networkx as nx
+
+Arg = tuple[str, int | str]  # ("v", name) or ("c", constant id)
+Database = dict[str, set[tuple[int, ...]]]
+
+
+@dataclass(frozen=True)
+class BodyAtom:
+    predicate: str
+    args: tuple[Arg, ...]
+    negated: bool = False
+
+
+@dataclass(frozen=True)
+class Rule:
+    head: str
+    head_args: tuple[Arg, ...]
+    body: tuple[BodyAtom, ...]
+
+
+def _strata(rules: list[Rule]) -> list[list[Rule]]:
+    """Rules grouped by the SCC of their head, in dependency order (assumes a stratifiable program)."""
+    graph = nx.DiGraph()
+    for rule in rules:
+        graph.add_node(rule.head)
+        for atom in rule.body:
+            graph.add_edge(atom.predicate, rule.head)
+    condensed = nx.condensation(graph)
+    mapping = condensed.graph["mapping"]
+    order = {comp: i for i, comp in enumerate(nx.topological_sort(condensed))}
+    groups: dict[int, list[Rule]] = defaultdict(list)
+    for rule in rules:
+        groups[order[mapping[rule.head]]].append(rule)
+    return [groups[k] for k in sorted(groups)]
+
+
+def _match(atom: BodyAtom, fact: tuple[int, ...], binding: dict[str, int]) -> dict[str, int] | None:
+    out = binding
+    for (kind, value), const in zip(atom.args, fact, strict=True):
+        if kind == "c":
+            if value != const:
+                return None
+        elif value == "_":
+            continue
+        elif value in out:
+            if out[value] != const:
+                return None
+        else:
+            if out is binding:
+                out = dict(binding)
+            out[value] = const  # type: ignore[index]
+    return out
+
+
+def _ground(args: tuple[Arg, ...], binding: dict[str, int]) -> tuple[int, ...]:
+    return tuple(value if kind == "c" else binding[value] for kind, value in args)  # type: ignore[misc]
+
+
+def _solve(body: tuple[BodyAtom, ...], sources: list[set[tuple[int, ...]]], db: Database) -> Iterator[dict[str, int]]:
+    """All bindings satisfying ``body``; positive atom i reads ``sources[i]``, negations read ``db``.
+
+    Atoms are joined left to right; each is hash-indexed once per call on the positions bound there.
+    """
+    positives = [i for i, a in enumerate(body) if not a.negated]
+    negatives = [a for a in body if a.negated]
+    indexes: dict[int, dict[tuple[int, ...], list[tuple[int, ...]]]] = {}
+
+    def lookup(k: int, positions: tuple[int, ...], key: tuple[int, ...]) -> Iterable[tuple[int, ...]]:
+        rel = sources[positives[k]]
+        if not positions:
+            return rel
+        index = indexes.get(k)
+        if index is None:
+            index = indexes[k] = defaultdict(list)
+            for fact in rel:
+                index[tuple(fact[p] for p in positions)].append(fact)
+        return index.get(key, ())
+
+    def walk(k: int, binding: dict[str, int]) -> Iterator[dict[str, int]]:
+        if k == len(positives):
+            if all(_ground(a.args, binding) not in db.get(a.predicate, ()) for a in negatives):
+                yield binding
+            return
+        atom = body[positives[k]]
+        positions = tuple(p for p, (kind, v) in enumerate(atom.args) if kind == "c" or (v in binding and v != "_"))
+        key = tuple(atom.args[p][1] if atom.args[p][0] == "c" else binding[atom.args[p][1]] for p in positions)
+        for fact in lookup(k, positions, key):  # type: ignore[arg-type]
+            extended = _match(atom, fact, binding)
+            if extended is not None:
+                yield from walk(k + 1, extended)
+
+    yield from walk(0, {})
+
+
+def evaluate(facts: Database, rules: Iterable[Rule]) -> Database:
+    """The least model of ``facts`` and stratified ``rules`` (a new dict; inputs untouched)."""
+    db: Database = {name: set(rel) for name, rel in facts.items()}
+    for stratum in _strata(list(rules)):
+        heads = {r.head for r in stratum}
+        for head in heads:
+            db.setdefault(head, set())
+        delta: Database = {h: set() for h in heads}
+        for rule in stratum:  # first round: every rule on the full relations
+            sources = [db.get(a.predicate, set()) for a in rule.body]
+            for binding in _solve(rule.body, sources, db):
+                fact = _ground(rule.head_args, binding)
+                if fact not in db[rule.head]:
+                    delta[rule.head].add(fact)
+        for head in heads:
+            db[head] |= delta[head]
+        while any(delta.values()):
+            new: Database = {h: set() for h in heads}
+            for rule in stratum:
+                recursive = [i for i, a in enumerate(rule.body) if not a.negated and a.predicate in heads]
+                for i in recursive:  # semi-naive: one recursive atom reads only the last delta
+                    sources = [
+                        delta[a.predicate] if j == i else db.get(a.predicate, set()) for j, a in enumerate(rule.body)
+                    ]
+                    for binding in _solve(rule.body, sources, db):
+                        fact = _ground(rule.head_args, binding)
+                        if fact not in db[rule.head]:
+                            new[rule.head].add(fact)
+            for head in heads:
+                db[head] |= new[head]
+            delta = new
+    return db

@@ -1,0 +1,279 @@
+"""Grounding and lowering: checked sketch -> per-world valuation layout and index arrays.
+
+For each learned predicate p with variables V, the input list is every well-typed atom
+Terms(q, V) of its body predicates (minus p's own head atom). Every substitution of constants for V
+reads the valuation slots of its input atoms (gather) and writes p's head atom (scatter).
+
+Pruning (``prune=extensional``, the default) keeps a substitution only if each extra variable is
+either bound by a true extensional input atom or takes the first constant of its domain. This is
+sound for every clause in which each extra variable either does not occur or occurs in at least
+one positive extensional body atom (see docs/language.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from nlndl.compiler import ast
+from nlndl.compiler.check import Checked, LearnSpec
+from nlndl.compiler.crisp import BodyAtom, Database, Rule, evaluate
+from nlndl.compiler.diagnostics import Diagnostics, Span
+from nlndl.compiler.facts import read_facts
+from nlndl.compiler.ir import InputAtom, LearnedIR, RelationLayout, WorldIR
+from nlndl.compiler.symbols import SymbolTable
+
+CHUNK = 1 << 20  # substitutions enumerated at a time
+MAX_SUBSTITUTIONS = 2_000_000_000  # beyond this even enumerating the grid is refused
+
+
+@dataclass
+class GroundWorld:
+    """A world after background evaluation, before lowering."""
+
+    name: str
+    span: Span | None
+    db: Database
+    examples: list[tuple[str, tuple[int, ...], bool, Span]]
+    domains: dict[str, list[int]]
+
+
+def _args(atom: ast.Atom, symbols: SymbolTable) -> tuple[tuple[str, int | str], ...]:
+    return tuple(("v", a.name) if isinstance(a, ast.Var) else ("c", symbols.intern(a.value)) for a in atom.args)
+
+
+def to_rule(clause: ast.Clause, symbols: SymbolTable) -> Rule:
+    body = tuple(BodyAtom(lit.atom.predicate, _args(lit.atom, symbols), lit.negated) for lit in clause.body)
+    return Rule(clause.head.predicate, _args(clause.head, symbols), body)
+
+
+def ground_worlds(
+    checked: Checked, symbols: SymbolTable, fact_dir: Path | None, diags: Diagnostics
+) -> list[GroundWorld]:
+    """Facts (inline and .input), background closure, examples and domains of every world."""
+    sketch = checked.sketch
+    shared, *own = sketch.worlds
+    members = own if own else [shared]
+    out = []
+    for world in members:
+        parts = [shared, world] if own else [shared]
+        facts: Database = {name: set() for name in checked.relations}
+        rules = []
+        for part in parts:
+            for name, span in part.inputs:
+                base = [checked.types[a.type] for a in checked.relations[name].attributes]
+                path = (fact_dir or Path(span.file).parent) / f"{name}.facts"
+                for row in read_facts(path, base, diags, span):
+                    facts[name].add(tuple(symbols.intern(v) for v in row))
+            for clause in part.clauses:
+                if clause.body:
+                    rules.append(to_rule(clause, symbols))
+                else:
+                    facts[clause.head.predicate].add(tuple(symbols.intern(a.value) for a in clause.head.args))
+        db = evaluate(facts, rules)
+        examples = [
+            (e.atom.predicate, tuple(symbols.intern(a.value) for a in e.atom.args), e.positive, e.span)
+            for e in world.examples
+        ]
+        domains: dict[str, set[int]] = {t: set() for t in checked.types}
+        for name, rel in db.items():
+            types = [a.type for a in checked.relations[name].attributes]
+            for fact in rel:
+                for t, c in zip(types, fact, strict=True):
+                    domains[t].add(c)
+        for name, args, _, _ in examples:
+            for a, c in zip(checked.relations[name].attributes, args, strict=True):
+                domains[a.type].add(c)
+        out.append(GroundWorld(world.name, world.span, db, examples, {t: sorted(d) for t, d in domains.items()}))
+    return out
+
+
+def input_list(spec: LearnSpec, checked: Checked) -> list[InputAtom]:
+    """Terms(q, V) for each body predicate q: every well-typed atom over the variables, head atom excluded."""
+    atoms = []
+    head = InputAtom(spec.predicate, tuple(range(spec.head_arity)))
+    for q in spec.body:
+        types = [a.type for a in checked.relations[q].attributes]
+        candidates = [[v for v, t in enumerate(spec.var_types) if t == qt] for qt in types]
+        for combo in np.ndindex(*[len(c) for c in candidates]) if types else [()]:
+            atom = InputAtom(q, tuple(candidates[i][j] for i, j in enumerate(combo)))
+            if atom != head:
+                atoms.append(atom)
+    return atoms
+
+
+def layout_world(world: GroundWorld, checked: Checked, relations: list[str]) -> tuple[dict[str, RelationLayout], int]:
+    layout, offset = {}, 0
+    for name in relations:
+        types = tuple(a.type for a in checked.relations[name].attributes)
+        entry = RelationLayout(offset, tuple(len(world.domains[t]) for t in types), types)
+        layout[name] = entry
+        offset += entry.size
+    return layout, offset
+
+
+def valuation(world: GroundWorld, layout: dict[str, RelationLayout], atoms: int, learned: set[str]) -> np.ndarray:
+    """Initial valuations: true extensional atoms are 1; learned predicates start at 0."""
+    values = np.zeros(atoms, dtype=np.float32)
+    position = {t: {c: i for i, c in enumerate(d)} for t, d in world.domains.items()}
+    for name, entry in layout.items():
+        if name in learned or not world.db.get(name):
+            continue
+        rows = np.array([[position[t][c] for t, c in zip(entry.types, f, strict=True)] for f in world.db[name]])
+        slots = entry.offset + (np.ravel_multi_index(rows.T, entry.shape) if entry.shape else 0)
+        values[slots] = 1.0
+    return values
+
+
+class Lowering:
+    """Enumerates, prunes and indexes the substitutions of one learned predicate in one world."""
+
+    def __init__(
+        self,
+        spec: LearnSpec,
+        inputs: list[InputAtom],
+        world: GroundWorld,
+        layout: dict[str, RelationLayout],
+        values: np.ndarray,
+        learned: set[str],
+    ) -> None:
+        self.spec, self.inputs, self.layout, self.values = spec, inputs, layout, values
+        self.sizes = tuple(len(world.domains[t]) for t in spec.var_types)
+        self.total = int(np.prod(self.sizes, dtype=np.int64))
+        self.extensional = [a for a in inputs if a.predicate not in learned]
+
+    def slots(self, atom: InputAtom, theta: tuple[np.ndarray, ...]) -> np.ndarray:
+        entry = self.layout[atom.predicate]
+        if not entry.shape:
+            return np.full(theta[0].shape if theta else (1,), entry.offset, dtype=np.int64)
+        return entry.offset + np.ravel_multi_index(tuple(theta[v] for v in atom.vars), entry.shape)
+
+    def kept(self) -> np.ndarray:
+        """Flat indices (into the substitution grid) of the substitutions that survive pruning."""
+        chunks = []
+        for start in range(0, self.total, CHUNK):
+            flat = np.arange(start, min(start + CHUNK, self.total), dtype=np.int64)
+            if self.spec.prune == "none" or self.spec.extra == 0:
+                chunks.append(flat)
+                continue
+            theta = np.unravel_index(flat, self.sizes)
+            keep = np.ones(flat.shape, dtype=bool)
+            for var in range(self.spec.head_arity, self.spec.vars):
+                bound = theta[var] == 0
+                for atom in self.extensional:
+                    if var in atom.vars:
+                        bound |= self.values[self.slots(atom, theta)] > 0
+                keep &= bound
+            chunks.append(flat[keep])
+        return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int64)
+
+    def arrays(self, kept: np.ndarray) -> dict[str, np.ndarray]:
+        theta = np.unravel_index(kept, self.sizes) if self.sizes else ()
+        gather = np.empty((kept.size, len(self.inputs)), dtype=np.int64)
+        for i, atom in enumerate(self.inputs):
+            gather[:, i] = self.slots(atom, theta)
+        head = InputAtom(self.spec.predicate, tuple(range(self.spec.head_arity)))
+        scatter = self.slots(head, theta) if kept.size else np.zeros(0, dtype=np.int64)
+        order = np.argsort(scatter, kind="stable")
+        gather, scatter = gather[order], scatter[order]
+        entry = self.layout[self.spec.predicate]
+        counts = np.bincount(scatter - entry.offset, minlength=entry.size)
+        ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        name = self.spec.predicate
+        return {f"{name}/gather": gather, f"{name}/scatter": scatter.astype(np.int64), f"{name}/ptr": ptr}
+
+
+def examples(
+    world: GroundWorld, layout: dict[str, RelationLayout], closed: set[str], diags: Diagnostics
+) -> dict[str, np.ndarray]:
+    """Example slots and 0/1 labels; closed-world predicates add every other atom as negative."""
+    position = {t: {c: i for i, c in enumerate(d)} for t, d in world.domains.items()}
+    labels: dict[int, tuple[bool, Span]] = {}
+    for name, args, positive, span in world.examples:
+        entry = layout[name]
+        pos = tuple(position[t][c] for t, c in zip(entry.types, args, strict=True))
+        slot = entry.offset + (int(np.ravel_multi_index(pos, entry.shape)) if entry.shape else 0)
+        if slot in labels and labels[slot][0] != positive:
+            diags.error(span, f"example contradicts the one at {labels[slot][1]}")
+        labels[slot] = (positive, span)
+    for name in sorted(closed):
+        entry = layout[name]
+        for slot in range(entry.offset, entry.offset + entry.size):
+            labels.setdefault(slot, (False, Span("<closed world>", 1, 1)))
+    slots = np.array(sorted(labels), dtype=np.int64)
+    return {
+        "examples/slots": slots,
+        "examples/labels": np.array([labels[int(s)][0] for s in slots], dtype=np.float32),
+    }
+
+
+def learned_ir(spec: LearnSpec, inputs: list[InputAtom]) -> LearnedIR:
+    return LearnedIR(
+        spec.predicate,
+        spec.head_arity,
+        spec.var_types,
+        spec.form,
+        spec.terms,
+        spec.negation,
+        spec.invented,
+        inputs,
+    )
+
+
+def lower(
+    checked: Checked, worlds: list[GroundWorld], diags: Diagnostics, memory_limit: int
+) -> tuple[dict[str, LearnedIR], list[WorldIR]]:
+    """Index arrays of every learned predicate in every world; refused up front past the memory limit."""
+    learned = set(checked.learned)
+    relations = [r for r in checked.relations if r in learned or any(r in s.body for s in checked.learned.values())]
+    inputs = {p: input_list(spec, checked) for p, spec in checked.learned.items()}
+    closed = {name for name, _ in checked.sketch.closed}
+    plans = []
+    estimate = 0
+    for world in worlds:
+        layout, atoms = layout_world(world, checked, relations)
+        values = valuation(world, layout, atoms, learned)
+        lowerings = {}
+        for p, spec in checked.learned.items():
+            low = Lowering(spec, inputs[p], world, layout, values, learned)
+            if low.total > MAX_SUBSTITUTIONS:
+                diags.error(
+                    spec.span,
+                    f"{p} has {low.total:,} substitutions in world {world.name} "
+                    f"(domains {' x '.join(map(str, low.sizes))}); reduce vars or the domains",
+                )
+                return {}, []
+            lowerings[p] = (low, low.kept())
+            estimate += lowerings[p][1].size * (len(inputs[p]) + 1) * 8
+        plans.append((world, layout, atoms, values, lowerings))
+    if estimate > memory_limit:
+        worst = max(
+            checked.learned.values(),
+            key=lambda s: sum(pl[4][s.predicate][1].size for pl in plans) * (len(inputs[s.predicate]) + 1),
+        )
+        diags.error(
+            worst.span,
+            f"the index arrays would take {_size(estimate)}, over the limit of "
+            f"{_size(memory_limit)}; reduce vars, restrict body=[...], or raise --memory-limit",
+        )
+        return {}, []
+    out = []
+    for world, layout, atoms, values, lowerings in plans:
+        arrays = {"valuation": values}
+        subst, pruned = {}, {}
+        for p, (low, kept) in lowerings.items():
+            arrays.update(low.arrays(kept))
+            subst[p], pruned[p] = int(kept.size), int(low.total - kept.size)
+        arrays.update(examples(world, layout, closed, diags))
+        out.append(WorldIR(world.name, atoms, layout, world.domains, subst, pruned, arrays))
+    return {p: learned_ir(s, inputs[p]) for p, s in checked.learned.items()}, out
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{n} B"
+        n /= 1024  # type: ignore[assignment]
+    return f"{n} B"

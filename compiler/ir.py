@@ -1,0 +1,214 @@
+"""The compiled program: index arrays the runtime executes, plus the symbol tables to read them back.
+
+Saved as a directory holding ``program.json`` (metadata, symbol tables) and ``arrays.safetensors``
+(int64/float32 arrays); loading never executes code.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from safetensors.numpy import load_file, save_file
+
+FORMAT = "nlndl-program/1"
+
+
+@dataclass
+class InputAtom:
+    """One candidate body atom of a learned predicate: q(V_i, V_j, ...) over its variable indices."""
+
+    predicate: str
+    vars: tuple[int, ...]
+
+
+@dataclass
+class LearnedIR:
+    """What the runtime needs to know about one learned predicate."""
+
+    predicate: str
+    arity: int
+    var_types: tuple[str, ...]
+    form: str
+    terms: int
+    negation: bool
+    invented: bool
+    inputs: list[InputAtom]
+
+
+@dataclass
+class RelationLayout:
+    """Where a relation's ground atoms live in a world's valuation vector: offset and per-argument sizes."""
+
+    offset: int
+    shape: tuple[int, ...]
+    types: tuple[str, ...]
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+
+
+@dataclass
+class WorldIR:
+    """One world: its valuation layout, domains, and per learned predicate the index arrays."""
+
+    name: str
+    atoms: int
+    layout: dict[str, RelationLayout]
+    domains: dict[str, list[int]]  # type -> constant ids, in slot order
+    substitutions: dict[str, int]  # learned predicate -> substitutions kept
+    pruned: dict[str, int]  # learned predicate -> substitutions pruned
+    arrays: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+
+    def gather(self, predicate: str) -> np.ndarray:
+        """(substitutions, inputs) valuation slots each substitution reads, head-sorted."""
+        return self.arrays[f"{predicate}/gather"]
+
+    def scatter(self, predicate: str) -> np.ndarray:
+        """(substitutions,) valuation slot of the head atom each substitution writes, sorted."""
+        return self.arrays[f"{predicate}/scatter"]
+
+    def pointers(self, predicate: str) -> np.ndarray:
+        """CSR pointers over the predicate's head atoms into the sorted substitutions."""
+        return self.arrays[f"{predicate}/ptr"]
+
+    @property
+    def valuation(self) -> np.ndarray:
+        """Initial valuations (float32): 1 for true extensional atoms, 0 elsewhere."""
+        return self.arrays["valuation"]
+
+    @property
+    def example_slots(self) -> np.ndarray:
+        return self.arrays["examples/slots"]
+
+    @property
+    def example_labels(self) -> np.ndarray:
+        return self.arrays["examples/labels"]
+
+    def atom_slot(self, predicate: str, positions: tuple[int, ...]) -> int:
+        layout = self.layout[predicate]
+        return layout.offset + int(np.ravel_multi_index(positions, layout.shape)) if layout.shape else layout.offset
+
+    def decode_slot(self, slot: int) -> tuple[str, tuple[int, ...]]:
+        """(relation, constant ids) of a valuation slot."""
+        for name, layout in self.layout.items():
+            if layout.offset <= slot < layout.offset + layout.size:
+                positions = np.unravel_index(slot - layout.offset, layout.shape) if layout.shape else ()
+                return name, tuple(self.domains[t][int(p)] for t, p in zip(layout.types, positions, strict=True))
+        raise IndexError(f"slot {slot} is outside the valuation vector")
+
+
+@dataclass
+class CompiledProgram:
+    version: str
+    sketch_hash: str
+    steps: int
+    symbols: list[str | int]
+    relations: dict[str, dict[str, Any]]  # name -> {"types": [...], "learned": bool}
+    learned: dict[str, LearnedIR]
+    strata: list[list[str]]
+    recursive: list[str]
+    dependencies: list[tuple[str, str, bool]]  # (body predicate, head predicate, through negation)
+    worlds: list[WorldIR]
+
+    def summary(self) -> dict[str, Any]:
+        """The figures ``nlndl compile`` prints (and ``--json`` emits)."""
+        subst = sum(n for w in self.worlds for n in w.substitutions.values())
+        pruned = sum(n for w in self.worlds for n in w.pruned.values())
+        entries = sum(int(a.size) for w in self.worlds for k, a in w.arrays.items() if k.endswith("/gather"))
+        return {
+            "predicates": len(self.relations),
+            "learned": sorted(self.learned),
+            "strata": self.strata,
+            "recursive": self.recursive,
+            "worlds": len(self.worlds),
+            "steps": self.steps,
+            "atoms": sum(w.atoms for w in self.worlds),
+            "substitutions": subst,
+            "pruned": pruned,
+            "index_entries": entries,
+            "bytes": sum(int(a.nbytes) for w in self.worlds for a in w.arrays.values()),
+        }
+
+    def save(self, out: Path) -> None:
+        """Write ``out/program.json`` and ``out/arrays.safetensors`` (``out`` is created if needed)."""
+        out.mkdir(parents=True, exist_ok=True)
+        meta = {
+            "format": FORMAT,
+            "version": self.version,
+            "sketch_hash": self.sketch_hash,
+            "steps": self.steps,
+            "symbols": self.symbols,
+            "relations": self.relations,
+            "learned": {k: asdict(v) for k, v in self.learned.items()},
+            "strata": self.strata,
+            "recursive": self.recursive,
+            "dependencies": [list(d) for d in self.dependencies],
+            "worlds": [
+                {
+                    "name": w.name,
+                    "atoms": w.atoms,
+                    "layout": {k: asdict(v) for k, v in w.layout.items()},
+                    "domains": w.domains,
+                    "substitutions": w.substitutions,
+                    "pruned": w.pruned,
+                }
+                for w in self.worlds
+            ],
+        }
+        arrays = {f"{i}/{k}": np.ascontiguousarray(v) for i, w in enumerate(self.worlds) for k, v in w.arrays.items()}
+        save_file(arrays, str(out / "arrays.safetensors"), metadata={"format": FORMAT})
+        (out / "program.json").write_text(json.dumps(meta, indent=1) + "\n")
+
+    @classmethod
+    def load(cls, path: Path) -> CompiledProgram:
+        """Read a program saved by :meth:`save`; raises ValueError on anything else."""
+        try:
+            meta = json.loads((path / "program.json").read_text())
+            arrays = load_file(str(path / "arrays.safetensors"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ValueError(f"{path}: not a compiled nlndl program ({exc})") from None
+        if meta.get("format") != FORMAT:
+            raise ValueError(f"{path}: unknown format {meta.get('format')!r}, expected {FORMAT}")
+        learned = {
+            k: LearnedIR(
+                **{
+                    **v,
+                    "var_types": tuple(v["var_types"]),
+                    "inputs": [InputAtom(a["predicate"], tuple(a["vars"])) for a in v["inputs"]],
+                }
+            )
+            for k, v in meta["learned"].items()
+        }
+        worlds = []
+        for i, w in enumerate(meta["worlds"]):
+            layout = {
+                k: RelationLayout(v["offset"], tuple(v["shape"]), tuple(v["types"])) for k, v in w["layout"].items()
+            }
+            prefix = f"{i}/"
+            own = {k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)}
+            worlds.append(WorldIR(w["name"], w["atoms"], layout, w["domains"], w["substitutions"], w["pruned"], own))
+        return cls(
+            meta["version"],
+            meta["sketch_hash"],
+            meta["steps"],
+            meta["symbols"],
+            meta["relations"],
+            learned,
+            meta["strata"],
+            meta["recursive"],
+            worlds,
+        )
+
+
+def var_name(index: int) -> str:
+    """Canonical variable names: A, B, ..., Z, then V26, V27, ..."""
+    return chr(ord("A") + index) if index < 26 else f"V{index}"
+
+
+def render_input(atom: InputAtom) -> str:
+    return f"{atom.predicate}({','.join(var_name(v) for v in atom.vars)})"

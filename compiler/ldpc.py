@@ -1,0 +1,254 @@
+"""LDPC Tanner graphs: parity-check matrices read (alist, 0/1 text) or generated, lowered to edge indices.
+
+A Tanner graph has a variable node per code bit, a check node per parity check and an edge per 1 in
+H. Message passing needs, for each edge, its variable and check, CSR pointers per node, and the
+extrinsic (leave-one-out) neighbour edges at both ends.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from safetensors.numpy import load_file, save_file
+
+FORMAT = "nlndl-tanner/1"
+
+
+class MatrixError(ValueError):
+    """A parity-check matrix file that cannot be read; the message is located ``file:line:col: error: ...``."""
+
+
+def gf2_rank(h: np.ndarray) -> int:
+    """Rank of a 0/1 matrix over GF(2) (Gaussian elimination on packed rows)."""
+    rows = [int("".join(map(str, r)), 2) for r in (np.asarray(h) % 2).astype(np.uint8)]
+    rank = 0
+    for bit in reversed(range(h.shape[1])):
+        pivot = next((i for i in range(rank, len(rows)) if rows[i] >> bit & 1), None)
+        if pivot is None:
+            continue
+        rows[rank], rows[pivot] = rows[pivot], rows[rank]
+        for i in range(len(rows)):
+            if i != rank and rows[i] >> bit & 1:
+                rows[i] ^= rows[rank]
+        rank += 1
+    return rank
+
+
+def four_cycles(h: np.ndarray) -> int:
+    """Number of 4-cycles: pairs of variables sharing two checks, counted per pair of checks."""
+    overlap = h.T.astype(np.int64) @ h.astype(np.int64)
+    np.fill_diagonal(overlap, 0)
+    return int((overlap * (overlap - 1) // 2).sum() // 2)
+
+
+def generate_regular(n: int, dv: int, dc: int, seed: int = 0, swaps: int = 20000) -> np.ndarray:
+    """A random (dv, dc)-regular parity-check matrix of length n without repeated edges, 4-cycles
+    removed by edge swaps where possible (seeded; same seed, same matrix)."""
+    if n < 1 or dv < 1 or dc < 2 or (n * dv) % dc:
+        raise ValueError(f"no ({dv},{dc})-regular code of length {n}: n*dv must be a multiple of dc")
+    m = n * dv // dc
+    if dv > m:
+        raise ValueError(f"column weight {dv} exceeds the {m} checks")
+    rng = np.random.default_rng(seed)
+    for _attempt in range(1000):  # configuration model until no repeated edge
+        sockets = rng.permutation(np.repeat(np.arange(n), dv))
+        checks = np.repeat(np.arange(m), dc)
+        h = np.zeros((m, n), dtype=np.uint8)
+        np.add.at(h, (checks, sockets), 1)
+        if h.max() <= 1:
+            break
+    else:
+        raise ValueError(f"could not draw a ({dv},{dc}) code of length {n} without repeated edges")
+    overlap = h.T.astype(np.int64) @ h.astype(np.int64)
+    np.fill_diagonal(overlap, 0)
+    for _ in range(swaps):
+        bad = np.argwhere(np.triu(overlap) >= 2)
+        if bad.size == 0:
+            break
+        u, w = bad[rng.integers(len(bad))]
+        c1 = rng.choice(np.flatnonzero(h[:, u] & h[:, w]))
+        v1 = u
+        c2, v2 = np.argwhere(h)[rng.integers(int(h.sum()))]
+        if c1 == c2 or v1 == v2 or h[c1, v2] or h[c2, v1]:
+            continue
+        before = _local_cycles(overlap, v1, v2)
+        _move(h, overlap, c1, v1, v2)
+        _move(h, overlap, c2, v2, v1)
+        if _local_cycles(overlap, v1, v2) > before:  # undo a swap that adds 4-cycles
+            _move(h, overlap, c2, v1, v2)
+            _move(h, overlap, c1, v2, v1)
+    return h
+
+
+def _move(h: np.ndarray, overlap: np.ndarray, check: int, old: int, new: int) -> None:
+    """Move check ``check``'s edge from variable ``old`` to ``new``, keeping ``overlap = H^T H`` current."""
+    h[check, old] = 0
+    others = np.flatnonzero(h[check])
+    overlap[old, others] -= 1
+    overlap[others, old] -= 1
+    overlap[new, others] += 1
+    overlap[others, new] += 1
+    h[check, new] = 1
+
+
+def _local_cycles(overlap: np.ndarray, a: int, b: int) -> int:
+    """4-cycles through variable a or b (the only ones a swap between them can change)."""
+    pairs = lambda row: int((row * (row - 1) // 2).sum())  # noqa: E731
+    return pairs(overlap[a]) + pairs(overlap[b]) - int(overlap[a, b] * (overlap[a, b] - 1) // 2)
+
+
+def read_alist(path: Path) -> np.ndarray:
+    """MacKay's alist format: sizes, max degrees, degree lists, then 1-based neighbour lists."""
+    text = path.read_text()
+    tokens = [
+        (int(t), line_no, col + 1) for line_no, line in enumerate(text.splitlines(), 1) for col, t in _words(line)
+    ]
+    pos = 0
+
+    def take(what: str) -> tuple[int, int, int]:
+        nonlocal pos
+        if pos >= len(tokens):
+            raise MatrixError(f"{path}:{len(text.splitlines()) or 1}:1: error: file ends before {what}")
+        pos += 1
+        return tokens[pos - 1]
+
+    n = take("the number of columns")[0]
+    m = take("the number of rows")[0]
+    take("the maximum column degree")
+    take("the maximum row degree")
+    col_deg = [take("the column degrees")[0] for _ in range(n)]
+    [take("the row degrees") for _ in range(m)]
+    h = np.zeros((m, n), dtype=np.uint8)
+    for j in range(n):
+        for _ in range(col_deg[j]):
+            row, line, col = take(f"the neighbours of column {j + 1}")
+            if not 1 <= row <= m:
+                raise MatrixError(f"{path}:{line}:{col}: error: row index {row} outside 1..{m}")
+            h[row - 1, j] = 1
+    return h
+
+
+def _words(line: str) -> list[tuple[int, str]]:
+    out, col = [], 0
+    for part in line.split():
+        col = line.index(part, col)
+        if not part.lstrip("-").isdigit():
+            raise ValueError(part)
+        out.append((col, part))
+        col += len(part)
+    return out
+
+
+def read_matrix(path: Path) -> np.ndarray:
+    """A parity-check matrix from a 0/1 text file (one row per line) or, for ``*.alist``, alist format."""
+    try:
+        if path.suffix == ".alist":
+            try:
+                return read_alist(path)
+            except ValueError as exc:
+                if isinstance(exc, MatrixError):
+                    raise
+                raise MatrixError(f"{path}:1:1: error: not an alist file (unexpected {exc})") from None
+        rows = []
+        for line_no, line in enumerate(path.read_text().splitlines(), 1):
+            bits = line.replace(",", " ").split()
+            if not bits:
+                continue
+            for col, bit in _words_any(line):
+                if bit not in ("0", "1"):
+                    raise MatrixError(f"{path}:{line_no}:{col + 1}: error: expected 0 or 1, got {bit!r}")
+            if rows and len(bits) != len(rows[0]):
+                raise MatrixError(f"{path}:{line_no}:1: error: row has {len(bits)} entries, expected {len(rows[0])}")
+            rows.append([int(b) for b in bits])
+    except OSError as exc:
+        raise MatrixError(f"{path}:1:1: error: cannot read matrix: {exc.strerror}") from None
+    if not rows:
+        raise MatrixError(f"{path}:1:1: error: empty matrix")
+    return np.array(rows, dtype=np.uint8)
+
+
+def _words_any(line: str) -> list[tuple[int, str]]:
+    out, col = [], 0
+    for part in line.replace(",", " ").split():
+        col = line.index(part, col)
+        out.append((col, part))
+        col += len(part)
+    return out
+
+
+@dataclass
+class TannerGraph:
+    """Edge index arrays of a parity-check matrix, edges sorted by check then variable."""
+
+    h: np.ndarray
+    meta: dict[str, Any] = field(default_factory=dict)
+    arrays: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_matrix(cls, h: np.ndarray, **meta: Any) -> TannerGraph:
+        h = (np.asarray(h) % 2).astype(np.uint8)
+        m, n = h.shape
+        chk, var = np.nonzero(h)  # row-major: sorted by check, then variable
+        edges = chk.size
+        check_ptr = np.concatenate([[0], np.cumsum(np.bincount(chk, minlength=m))])
+        var_order = np.lexsort((chk, var))  # edges grouped by variable
+        var_ptr = np.concatenate([[0], np.cumsum(np.bincount(var, minlength=n))])
+        arrays = {
+            "edge_var": var.astype(np.int64),
+            "edge_check": chk.astype(np.int64),
+            "check_ptr": check_ptr.astype(np.int64),
+            "var_order": var_order.astype(np.int64),
+            "var_ptr": var_ptr.astype(np.int64),
+        }
+        arrays.update(_extrinsic("check", chk, np.arange(edges)))
+        arrays.update(_extrinsic("var", var[var_order], var_order))
+        degrees_v, degrees_c = h.sum(0), h.sum(1)
+        info = {
+            "n": n,
+            "m": m,
+            "edges": int(edges),
+            "rank": gf2_rank(h),
+            "four_cycles": four_cycles(h),
+            "var_degrees": sorted(set(degrees_v.tolist())),
+            "check_degrees": sorted(set(degrees_c.tolist())),
+            **meta,
+        }
+        return cls(h, info, arrays)
+
+    def summary(self) -> dict[str, Any]:
+        return {**self.meta, "bytes": sum(int(a.nbytes) for a in self.arrays.values())}
+
+    def save(self, out: Path) -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        save_file({"h": self.h, **self.arrays}, str(out / "arrays.safetensors"), metadata={"format": FORMAT})
+        (out / "program.json").write_text(json.dumps({"format": FORMAT, **self.meta}, indent=1) + "\n")
+
+    @classmethod
+    def load(cls, path: Path) -> TannerGraph:
+        meta = json.loads((path / "program.json").read_text())
+        if meta.pop("format", None) != FORMAT:
+            raise ValueError(f"{path}: not a compiled Tanner graph")
+        arrays = load_file(str(path / "arrays.safetensors"))
+        return cls(arrays.pop("h"), meta, arrays)
+
+
+def _extrinsic(side: str, node: np.ndarray, edge_ids: np.ndarray) -> dict[str, np.ndarray]:
+    """For each edge, the other edges at the same ``side`` node (flat + CSR pointers by edge id)."""
+    lists: dict[int, list[int]] = {}
+    groups: dict[int, list[int]] = {}
+    for nd, e in zip(node.tolist(), edge_ids.tolist(), strict=True):
+        groups.setdefault(nd, []).append(e)
+    for members in groups.values():
+        for e in members:
+            lists[e] = [o for o in members if o != e]
+    total = len(edge_ids)
+    counts = np.array([len(lists.get(e, [])) for e in range(total)], dtype=np.int64)
+    flat = np.array([o for e in range(total) for o in lists.get(e, [])], dtype=np.int64)
+    return {
+        f"{side}_extrinsic": flat,
+        f"{side}_extrinsic_ptr": np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
+    }

@@ -1,0 +1,210 @@
+"""Parse a program sketch into the AST, keeping source spans; ``.include`` is resolved here.
+
+Syntax errors become diagnostics (the first per file: the LALR parser stops there); nothing else
+raises past :func:`parse_file`, so any input text yields either a Sketch or diagnostics.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib.resources import files
+from pathlib import Path
+
+from lark import Lark, Token, Tree, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from nlndl.compiler import ast
+from nlndl.compiler.diagnostics import CompileError, Diagnostics, Span
+
+TOKEN_NAMES = {
+    "IDENT": "a name",
+    "NUMBER": "a number",
+    "STRING": "a string",
+    "LPAR": "'('",
+    "RPAR": "')'",
+    "COMMA": "','",
+    "DOT": "'.'",
+    "IF": "':-'",
+    "BANG": "'!'",
+    "COLON": "':'",
+    "LSQB": "'['",
+    "RSQB": "']'",
+    "LBRACE": "'{'",
+    "RBRACE": "'}'",
+    "EQUAL": "'='",
+    "$END": "end of file",
+}
+
+
+@cache
+def grammar() -> Lark:
+    text = files("nlndl.compiler").joinpath("grammar.lark").read_text()
+    return Lark(text, parser="lalr", propagate_positions=True, maybe_placeholders=True)
+
+
+def _token_name(terminal: str) -> str:
+    if terminal in TOKEN_NAMES:
+        return TOKEN_NAMES[terminal]
+    try:
+        pattern = grammar().get_terminal(terminal).pattern
+    except KeyError:
+        return terminal.lower()
+    return repr(pattern.value) if pattern.type == "str" else terminal.lower().replace("_", " ")
+
+
+def _describe(expected: set[str]) -> str:
+    names = sorted({_token_name(e) for e in expected})
+    return ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
+
+
+def _syntax_message(exc: UnexpectedInput) -> str:
+    if isinstance(exc, UnexpectedCharacters):
+        return f"unexpected character {exc.char!r}"
+    if isinstance(exc, UnexpectedEOF):
+        return f"unexpected end of file; expected {_describe(set(exc.expected))}"
+    if isinstance(exc, UnexpectedToken):
+        found = "end of file" if exc.token.type == "$END" else repr(str(exc.token))
+        return f"unexpected {found}; expected {_describe(set(exc.accepts or exc.expected))}"
+    return "syntax error"
+
+
+class _Builder:
+    """Walks a lark tree of one file into the Sketch being built."""
+
+    def __init__(self, path: Path, sketch: ast.Sketch, diags: Diagnostics, seen: set[Path]) -> None:
+        self.path, self.sketch, self.diags, self.seen = path, sketch, diags, seen
+        self.file = str(path)
+
+    def span(self, node: Tree | Token) -> Span:
+        if isinstance(node, Token):
+            return Span(self.file, node.line or 1, node.column or 1)
+        return Span(self.file, node.meta.line, node.meta.column) if not node.meta.empty else Span(self.file, 1, 1)
+
+    def term(self, node: Tree) -> ast.Term:
+        token = node.children[0]
+        span = self.span(token)
+        if node.data == "number_term":
+            return ast.Const(int(token), span)
+        if node.data == "string_term":
+            return ast.Const(bytes(token[1:-1], "utf-8").decode("unicode_escape"), span)
+        text = str(token)
+        return ast.Var(text, span) if text[0].isupper() or text[0] == "_" else ast.Const(text, span)
+
+    def atom(self, node: Tree) -> ast.Atom:
+        name, *args = node.children
+        terms = tuple(self.term(a) for a in args if a is not None)
+        return ast.Atom(str(name), terms, self.span(name))
+
+    def literal(self, node: Tree) -> ast.Literal:
+        if node.data == "negated":
+            return ast.Literal(self.atom(node.children[0]), negated=True)
+        return ast.Literal(self.atom(node))
+
+    def option(self, node: Tree) -> ast.Option:
+        key = node.children[0]
+        if node.data == "flag":
+            return ast.Option(str(key), True, self.span(key))
+        value = node.children[1]
+        if value.data == "number":
+            parsed: str | int | tuple[str, ...] = int(value.children[0])
+        elif value.data == "names":
+            parsed = tuple(str(c) for c in value.children if c is not None)
+        else:
+            parsed = str(value.children[0])
+        return ast.Option(str(key), parsed, self.span(key))
+
+    def items(self, nodes: list[Tree], world: ast.World) -> None:
+        for node in nodes:
+            self.item(node, world)
+
+    def item(self, node: Tree, world: ast.World) -> None:
+        kind, kids, span = node.data, node.children, self.span(node)
+        sketch = self.sketch
+        if kind == "type_decl":
+            sketch.types.append(ast.TypeDecl(str(kids[0]), str(kids[1]), self.span(kids[0])))
+        elif kind == "rel_decl":
+            attrs = tuple(
+                ast.Attribute(str(a.children[0]), str(a.children[1]), self.span(a.children[1]))
+                for a in kids[1:]
+                if a is not None
+            )
+            sketch.relations.append(ast.RelationDecl(str(kids[0]), attrs, self.span(kids[0])))
+        elif kind == "io_dir":
+            names = [(str(k), self.span(k)) for k in kids[1:]]
+            (world.inputs if kids[0] == ".input" else sketch.outputs).extend(names)
+        elif kind == "include":
+            self.include(kids[0])
+        elif kind == "learn_dir":
+            options = tuple(self.option(o) for o in kids[1:] if o is not None)
+            sketch.learns.append(ast.Learn(str(kids[0]), options, self.span(kids[0])))
+        elif kind == "steps_dir":
+            if sketch.steps is not None:
+                self.diags.error(span, f"duplicate .steps (first at {sketch.steps[1]})")
+            sketch.steps = (int(kids[0]), span)
+        elif kind == "closed_dir":
+            sketch.closed.extend((str(k), self.span(k)) for k in kids)
+        elif kind == "example":
+            atom = self.atom(kids[1])
+            world.examples.append(ast.Example(atom, kids[0] == ".pos", span))
+        elif kind == "world":
+            if world is not sketch.worlds[0]:
+                self.diags.error(span, ".world blocks cannot be nested")
+                return
+            name = str(kids[0])
+            if any(w.name == name for w in sketch.worlds):
+                self.diags.error(self.span(kids[0]), f"duplicate world {name!r}")
+                return
+            inner = ast.World(name, self.span(kids[0]))
+            sketch.worlds.append(inner)
+            self.items(kids[1:], inner)
+        elif kind == "clause":
+            head, *body = kids
+            literals = tuple(self.literal(b) for b in body if b is not None)
+            world.clauses.append(ast.Clause(self.atom(head), literals, self.span(head)))
+
+    def include(self, token: Token) -> None:
+        target = (self.path.parent / str(token)[1:-1]).resolve()
+        if target in self.seen:
+            self.diags.error(self.span(token), f"cyclic .include of {target}")
+            return
+        try:
+            text = target.read_text()
+        except OSError as exc:
+            self.diags.error(self.span(token), f"cannot read included file {target}: {exc.strerror}")
+            return
+        _parse_into(text, target, self.sketch, self.diags, self.seen | {target})
+
+
+def _parse_into(text: str, path: Path, sketch: ast.Sketch, diags: Diagnostics, seen: set[Path]) -> None:
+    diags.sources[str(path)] = sketch.sources[str(path)] = text
+    try:
+        tree = grammar().parse(text)
+    except UnexpectedInput as exc:
+        diags.error(
+            Span(str(path), exc.line if exc.line > 0 else 1, exc.column if exc.column > 0 else 1),
+            _syntax_message(exc),
+        )
+        return
+    _Builder(path, sketch, diags, seen).items(tree.children, sketch.worlds[0])
+
+
+def parse_text(text: str, filename: str = "<sketch>") -> tuple[ast.Sketch, Diagnostics]:
+    """Parse sketch source; returns the (possibly partial) Sketch and the diagnostics found."""
+    sketch = ast.Sketch(worlds=[ast.World("main", None)])
+    diags = Diagnostics()
+    path = Path(filename)
+    _parse_into(text, path, sketch, diags, {path.resolve()} if filename != "<sketch>" else set())
+    return sketch, diags
+
+
+def parse_file(path: Path) -> ast.Sketch:
+    """Parse a sketch file; raises CompileError with every diagnostic if any were found."""
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        diags = Diagnostics()
+        diags.error(Span(str(path), 1, 1), f"cannot read sketch: {getattr(exc, 'strerror', None) or exc}")
+        raise CompileError(diags) from None
+    sketch, diags = parse_text(text, str(path))
+    if diags:
+        raise CompileError(diags)
+    return sketch
