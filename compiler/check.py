@@ -61,7 +61,7 @@ RESERVED = frozenset(
         "include",
     }
 )
-LEARN_KEYS = {"vars", "types", "form", "terms", "body", "exclude", "negation", "invented", "prune"}
+LEARN_KEYS = {"vars", "types", "form", "terms", "body", "exclude", "negation", "invented", "prune", "norepeat"}
 PRUNE_MODES = ("extensional", "none")
 FORMS = ("dnf", "cnf")
 
@@ -81,6 +81,7 @@ class LearnSpec:
     invented: bool
     prune: str
     span: Span
+    norepeat: bool = False  # leave out candidate atoms that repeat a variable, e.g. eq(A,A)
 
     @property
     def extra(self) -> int:
@@ -210,6 +211,7 @@ class _Checker:
                 invented=self.flag_option(opts.get("invented")),
                 prune=self.word_option(opts.get("prune"), "extensional", PRUNE_MODES),
                 span=learn.span,
+                norepeat=self.flag_option(opts.get("norepeat")),
             )
             self.out.learned[learn.predicate] = spec
 

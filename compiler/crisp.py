@@ -68,6 +68,14 @@ def _ground(args: tuple[Arg, ...], binding: dict[str, int]) -> tuple[int, ...]:
     return tuple(value if kind == "c" else binding[value] for kind, value in args)  # type: ignore[misc]
 
 
+def _holds(atom: BodyAtom, binding: dict[str, int], db: Database) -> bool:
+    """Whether some fact matches ``atom`` under ``binding`` (``_`` matches anything)."""
+    rel = db.get(atom.predicate, set())
+    if all(kind == "c" or value != "_" for kind, value in atom.args):
+        return _ground(atom.args, binding) in rel
+    return any(_match(atom, fact, binding) is not None for fact in rel)
+
+
 def _solve(body: tuple[BodyAtom, ...], sources: list[set[tuple[int, ...]]], db: Database) -> Iterator[dict[str, int]]:
     """All bindings satisfying ``body``; positive atom i reads ``sources[i]``, negations read ``db``.
 
@@ -90,7 +98,7 @@ def _solve(body: tuple[BodyAtom, ...], sources: list[set[tuple[int, ...]]], db: 
 
     def walk(k: int, binding: dict[str, int]) -> Iterator[dict[str, int]]:
         if k == len(positives):
-            if all(_ground(a.args, binding) not in db.get(a.predicate, ()) for a in negatives):
+            if not any(_holds(a, binding, db) for a in negatives):
                 yield binding
             return
         atom = body[positives[k]]

@@ -99,7 +99,7 @@ def input_list(spec: LearnSpec, checked: Checked) -> list[InputAtom]:
         candidates = [[v for v, t in enumerate(spec.var_types) if t == qt] for qt in types]
         for combo in np.ndindex(*[len(c) for c in candidates]) if types else [()]:
             atom = InputAtom(q, tuple(candidates[i][j] for i, j in enumerate(combo)))
-            if atom != head:
+            if atom != head and not (spec.norepeat and len(set(atom.vars)) < len(atom.vars)):
                 atoms.append(atom)
     return atoms
 

@@ -201,6 +201,7 @@ class CompiledProgram:
             learned,
             meta["strata"],
             meta["recursive"],
+            [tuple(d) for d in meta["dependencies"]],
             worlds,
         )
 

@@ -48,9 +48,7 @@ def test_layers_use_sigmoid_memberships():
 
 def test_xor_patterns_match_equation():
     # n = 6, k = 3: f1 = x1+x2+x3-x4-x5-x6, f2 = x1+x2-x3-x4-x5+x6, f3 = x1-x2-x3-x4+x5+x6
-    want = torch.tensor(
-        [[1, 1, 1, -1, -1, -1], [1, 1, -1, -1, -1, 1], [1, -1, -1, -1, 1, 1]], dtype=torch.float
-    )
+    want = torch.tensor([[1, 1, 1, -1, -1, -1], [1, 1, -1, -1, -1, 1], [1, -1, -1, -1, 1, 1]], dtype=torch.float)
     assert torch.equal(xor_patterns(6), want)
     assert xor_patterns(5).shape == (3, 6)
 

@@ -68,9 +68,7 @@ def test_binarize_pushes_memberships_out():
 
 def test_dnf_network_learns_known_formula():
     """A DNF net trained on (x0 & ~x2) | (x1 & x3) recovers an equivalent formula, exhaustively checked."""
-    target = Formula(
-        "dnf", ((Literal(0), Literal(2, True)), (Literal(1), Literal(3))), 4, ("x0", "x1", "x2", "x3")
-    )
+    target = Formula("dnf", ((Literal(0), Literal(2, True)), (Literal(1), Literal(3))), 4, ("x0", "x1", "x2", "x3"))
     x = truth_table(4)
     y = torch.from_numpy(target.evaluate(x).astype(np.float32))
     torch.manual_seed(0)

@@ -1,0 +1,44 @@
+"""Running Datalog with an independent engine (clingo, through its Python API)."""
+
+from __future__ import annotations
+
+import clingo
+
+Atom = tuple[str, tuple[str | int, ...]]
+
+
+class EngineError(RuntimeError):
+    """clingo rejected a program; the message carries clingo's own located diagnostics."""
+
+
+def clingo_model(program: str) -> set[Atom]:
+    """The unique stable model of a stratified program, as (predicate, args) with str/int args."""
+    messages: list[str] = []
+
+    def logger(_code: clingo.MessageCode, message: str) -> None:
+        messages.append(message.strip())
+
+    control = clingo.Control(["--warn=none"], logger=logger)
+    try:
+        control.add("base", [], program)
+        control.ground([("base", [])])
+    except RuntimeError as exc:
+        raise EngineError("\n".join(messages) or str(exc)) from None
+    models: list[set[Atom]] = []
+    with control.solve(yield_=True) as handle:
+        for model in handle:
+            models.append({_atom(s) for s in model.symbols(atoms=True)})
+    if len(models) != 1:
+        raise EngineError(f"expected exactly one model, clingo found {len(models)}")
+    return models[0]
+
+
+def _atom(symbol: clingo.Symbol) -> Atom:
+    def value(arg: clingo.Symbol) -> str | int:
+        if arg.type == clingo.SymbolType.Number:
+            return arg.number
+        if arg.type == clingo.SymbolType.String:
+            return arg.string
+        return str(arg)
+
+    return symbol.name, tuple(value(a) for a in symbol.arguments)

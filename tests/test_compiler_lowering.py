@@ -1,0 +1,196 @@
+"""Index arrays against brute force; pruning soundness; save/load; memory refusal."""
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nlndl.compiler import CompileError, compile_sketch
+from nlndl.compiler.crisp import BodyAtom, Rule, evaluate
+from nlndl.compiler.ir import CompiledProgram, InputAtom
+
+TINY = """
+.type N <: symbol
+.decl e(a: N, b: N)
+.decl p(a: N, b: N)
+e("x","y"). e("y","z").
+.learn p(vars=3, prune={prune})
+.pos p("x","z").
+.neg p("z","x").
+"""
+
+
+def compile_text(tmp_path: Path, text: str, **kw) -> CompiledProgram:
+    path = tmp_path / "s.dl"
+    path.write_text(text)
+    return compile_sketch(path, **kw)
+
+
+def test_index_arrays_match_brute_force(tmp_path):
+    program = compile_text(tmp_path, TINY.format(prune="none"))
+    world, ir = program.worlds[0], program.learned["p"]
+    dom = world.domains["N"]
+    assert len(dom) == 3
+    expected = []
+    for theta in itertools.product(range(3), repeat=3):
+        gather = tuple(world.atom_slot(a.predicate, tuple(theta[v] for v in a.vars)) for a in ir.inputs)
+        expected.append((world.atom_slot("p", theta[:2]), gather))
+    got = list(zip(world.scatter("p").tolist(), map(tuple, world.gather("p").tolist()), strict=True))
+    assert sorted(got) == sorted(expected)
+    assert world.scatter("p").tolist() == sorted(world.scatter("p").tolist()), "head-sorted"
+    ptr = world.pointers("p")
+    for local in range(world.layout["p"].size):
+        rows = world.scatter("p")[ptr[local] : ptr[local + 1]]
+        assert (rows == world.layout["p"].offset + local).all()
+    # Terms(q, V): every well-typed atom over A, B, C except the head p(A,B)
+    assert len(ir.inputs) == 9 + 8
+    assert InputAtom("p", (0, 1)) not in ir.inputs
+
+
+def test_examples_and_valuation(tmp_path):
+    program = compile_text(tmp_path, TINY.format(prune="extensional"))
+    world = program.worlds[0]
+    symbols = program.symbols
+    true_atoms = {world.decode_slot(int(s)) for s in np.flatnonzero(world.valuation)}
+    assert {(r, tuple(symbols[c] for c in args)) for r, args in true_atoms} == {("e", ("x", "y")), ("e", ("y", "z"))}
+    labels = {
+        world.decode_slot(int(s)): bool(v) for s, v in zip(world.example_slots, world.example_labels, strict=True)
+    }
+    named = {tuple(symbols[c] for c in args): v for (_, args), v in labels.items()}
+    assert named == {("x", "z"): True, ("z", "x"): False}
+
+
+def test_save_load_round_trip(tmp_path):
+    program = compile_text(tmp_path, TINY.format(prune="extensional"))
+    program.save(tmp_path / "out")
+    loaded = CompiledProgram.load(tmp_path / "out")
+    assert loaded.summary() == program.summary()
+    assert loaded.learned == program.learned
+    for a, b in zip(program.worlds, loaded.worlds, strict=True):
+        assert a.arrays.keys() == b.arrays.keys()
+        for key in a.arrays:
+            assert np.array_equal(a.arrays[key], b.arrays[key]) and a.arrays[key].dtype == b.arrays[key].dtype
+    assert len(loaded.sketch_hash) == 64 and loaded.version
+    assert not list((tmp_path / "out").glob("*.pkl"))
+
+
+def test_load_rejects_other_directories(tmp_path):
+    with pytest.raises(ValueError):
+        CompiledProgram.load(tmp_path)
+
+
+def test_memory_limit_refuses_with_estimate(tmp_path):
+    with pytest.raises(CompileError) as info:
+        compile_text(tmp_path, TINY.format(prune="none"), memory_limit=100)
+    message = info.value.diagnostics.render()
+    assert "s.dl:6:8: error: the index arrays would take" in message and "--memory-limit" in message
+
+
+def test_closed_world_adds_negatives(tmp_path):
+    text = TINY.format(prune="extensional").replace(".neg", "// ") + ".closed p\n"
+    world = compile_text(tmp_path, text).worlds[0]
+    assert world.example_slots.size == 9 and world.example_labels.sum() == 1
+
+
+def test_default_steps(tmp_path):
+    recursive = compile_text(tmp_path, TINY.format(prune="none"))
+    assert recursive.steps == 1 + (3 - 1)
+    flat = compile_text(tmp_path, TINY.format(prune="none").replace("vars=3,", "vars=3, body=[e],"))
+    assert flat.steps == 1
+    fixed = compile_text(tmp_path, TINY.format(prune="none") + ".steps 7\n")
+    assert fixed.steps == 7
+
+
+def test_worlds_get_their_own_domains(tmp_path):
+    text = """
+.decl e(a: symbol, b: symbol)
+.decl p(a: symbol, b: symbol)
+.learn p(vars=2)
+.world one { e("a","b"). .pos p("a","b"). }
+.world two { e("c","d"). e("d","f"). .pos p("c","d"). .neg p("d","c"). }
+"""
+    program = compile_text(tmp_path, text)
+    assert [w.name for w in program.worlds] == ["one", "two"]
+    assert [len(w.domains["symbol"]) for w in program.worlds] == [2, 3]
+
+
+# --- pruning soundness: a rule that obeys the stated assumption derives the same atoms through the
+# pruned index arrays as through brute-force evaluation (the crisp evaluator) ---
+
+CONSTS = ["a", "b", "c"]
+
+
+@st.composite
+def rule_body(draw):
+    atoms = []
+    for _ in range(draw(st.integers(1, 3))):
+        pred = draw(st.sampled_from(["e", "f", "p"]))
+        arity = 1 if pred == "f" else 2
+        atoms.append((pred, tuple(draw(st.integers(0, 2)) for _ in range(arity))))
+    atoms = [a for a in atoms if a != ("p", (0, 1))]  # the head atom is not a candidate body atom
+    # the stated assumption: the extra variable C (index 2) occurs in a positive extensional atom, or not at all
+    if any(2 in v for _, v in atoms) and not any(2 in v for p, v in atoms if p != "p"):
+        atoms.append(("e", (2, draw(st.integers(0, 2)))))
+    # a safe rule: both head variables occur in the body
+    for head_var in (0, 1):
+        if not any(head_var in v for _, v in atoms):
+            atoms.append(("e", (head_var, head_var)))
+    return atoms
+
+
+@st.composite
+def programs(draw):
+    facts = {
+        "e": set(draw(st.lists(st.tuples(*[st.sampled_from(range(3))] * 2), max_size=6))),
+        "f": set(draw(st.lists(st.tuples(st.sampled_from(range(3))), max_size=3))),
+    }
+    return facts, draw(st.lists(rule_body(), min_size=1, max_size=3))
+
+
+def sketch_text(facts):
+    lines = [".decl e(a: symbol, b: symbol)", ".decl f(a: symbol)", ".decl p(a: symbol, b: symbol)"]
+    lines += [f'e("{CONSTS[x]}","{CONSTS[y]}").' for x, y in sorted(facts["e"])]
+    lines += [f'f("{CONSTS[x]}").' for (x,) in sorted(facts["f"])]
+    lines += [f'f("{c}") :- f("{c}").' for c in CONSTS]  # mention every constant without adding facts
+    lines += [".learn p(vars=3, prune=extensional)", '.pos p("a","b").']
+    return "\n".join(lines) + "\n"
+
+
+def fixpoint_through_index(program, bodies):
+    """Crisp forward chaining of the rules p(A,B) :- body, run through the compiled index arrays."""
+    world, ir = program.worlds[0], program.learned["p"]
+    columns = [[ir.inputs.index(InputAtom(p, v)) for p, v in body] for body in bodies]
+    values = world.valuation.copy() > 0
+    gather, scatter = world.gather("p"), world.scatter("p")
+    while True:
+        new = values.copy()
+        for cols in columns:
+            new[scatter[values[gather[:, cols]].all(axis=1)]] = True
+        if (new == values).all():
+            break
+        values = new
+    p = world.layout["p"]
+    return {world.decode_slot(s)[1] for s in range(p.offset, p.offset + p.size) if values[s]}
+
+
+@settings(max_examples=60, deadline=None)
+@given(programs())
+def test_pruning_never_drops_a_needed_substitution(tmp_path_factory, case):
+    facts, bodies = case
+    tmp = tmp_path_factory.mktemp("prune")
+    path = tmp / "s.dl"
+    path.write_text(sketch_text(facts))
+    program = compile_sketch(path)
+    ids = {v: i for i, v in enumerate(program.symbols)}
+    var = lambda i: ("v", "ABC"[i])  # noqa: E731
+    rules = [
+        Rule("p", (var(0), var(1)), tuple(BodyAtom(p, tuple(var(i) for i in vs)) for p, vs in body)) for body in bodies
+    ]
+    facts_by_id = {
+        "e": {(ids[CONSTS[x]], ids[CONSTS[y]]) for x, y in facts["e"]},
+        "f": {(ids[CONSTS[x]],) for (x,) in facts["f"]},
+    }
+    assert fixpoint_through_index(program, bodies) == evaluate(facts_by_id, rules)["p"]
