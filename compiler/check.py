@@ -61,7 +61,19 @@ RESERVED = frozenset(
         "include",
     }
 )
-LEARN_KEYS = {"vars", "types", "form", "terms", "body", "exclude", "negation", "invented", "prune", "norepeat"}
+LEARN_KEYS = {
+    "vars",
+    "types",
+    "form",
+    "terms",
+    "body",
+    "exclude",
+    "negation",
+    "invented",
+    "prune",
+    "norepeat",
+    "functions",
+}
 PRUNE_MODES = ("extensional", "none")
 FORMS = ("dnf", "cnf")
 
@@ -82,6 +94,7 @@ class LearnSpec:
     prune: str
     span: Span
     norepeat: bool = False  # leave out candidate atoms that repeat a variable, e.g. eq(A,A)
+    functions: tuple[str, ...] = ()  # unary functions that may be applied to variables, e.g. H(A)
 
     @property
     def extra(self) -> int:
@@ -114,6 +127,7 @@ class _Checker:
         self.check_types()
         self.check_relations()
         self.check_learns()
+        self.check_functions()
         for world in self.sketch.worlds:
             self.check_world(world)
         for name, span in self.sketch.outputs:
@@ -212,6 +226,7 @@ class _Checker:
                 prune=self.word_option(opts.get("prune"), "extensional", PRUNE_MODES),
                 span=learn.span,
                 norepeat=self.flag_option(opts.get("norepeat")),
+                functions=self.functions_option(opts.get("functions")),
             )
             self.out.learned[learn.predicate] = spec
 
@@ -238,6 +253,27 @@ class _Checker:
                 f"{', '.join(sorted(in_use))}; say which with types=[...]",
             )
         return (min(in_use) if in_use else "symbol",) * n
+
+    def functions_option(self, option: ast.Option | None) -> tuple[str, ...]:
+        names = self.names_option(option, ())
+        declared = {name for name, _ in self.sketch.functions}
+        for name in names:
+            if name not in declared:
+                self.error(option.span, f"{name} is not declared with '.function {name}'")
+        return tuple(n for n in names if n in declared)
+
+    def check_functions(self) -> None:
+        for name, span in self.sketch.functions:
+            if not self.known(name, span, ".function"):
+                continue
+            if self.out.relations[name].arity != 2:
+                self.error(
+                    span,
+                    f".function {name}: a function relation has two attributes (input, output), "
+                    f"{name} has {self.out.relations[name].arity}",
+                )
+            if name in self.out.learned:
+                self.error(span, f".function {name}: a learned predicate cannot be a function")
 
     def int_option(self, option: ast.Option | None, default: int, minimum: int) -> int:
         if option is None:

@@ -49,29 +49,40 @@ def to_rule(clause: ast.Clause, symbols: SymbolTable) -> Rule:
     return Rule(clause.head.predicate, _args(clause.head, symbols), body)
 
 
+def world_program(
+    checked: Checked, parts: list[ast.World], symbols: SymbolTable, fact_dir: Path | None, diags: Diagnostics
+) -> tuple[Database, list[Rule]]:
+    """The facts (inline and from .input files) and background rules of one world's parts."""
+    facts: Database = {name: set() for name in checked.relations}
+    rules = []
+    for part in parts:
+        for name, span in part.inputs:
+            base = [checked.types[a.type] for a in checked.relations[name].attributes]
+            path = (fact_dir or Path(span.file).parent) / f"{name}.facts"
+            for row in read_facts(path, base, diags, span):
+                facts[name].add(tuple(symbols.intern(v) for v in row))
+        for clause in part.clauses:
+            if clause.body:
+                rules.append(to_rule(clause, symbols))
+            else:
+                facts[clause.head.predicate].add(tuple(symbols.intern(a.value) for a in clause.head.args))
+    return facts, rules
+
+
+def world_parts(sketch: ast.Sketch) -> list[list[ast.World]]:
+    """Each world's parts: the top level alone, or the shared top level plus one ``.world`` block."""
+    shared, *own = sketch.worlds
+    return [[shared, world] for world in own] if own else [[shared]]
+
+
 def ground_worlds(
     checked: Checked, symbols: SymbolTable, fact_dir: Path | None, diags: Diagnostics
 ) -> list[GroundWorld]:
-    """Facts (inline and .input), background closure, examples and domains of every world."""
-    sketch = checked.sketch
-    shared, *own = sketch.worlds
-    members = own if own else [shared]
+    """Facts, background closure, examples and domains of every world."""
     out = []
-    for world in members:
-        parts = [shared, world] if own else [shared]
-        facts: Database = {name: set() for name in checked.relations}
-        rules = []
-        for part in parts:
-            for name, span in part.inputs:
-                base = [checked.types[a.type] for a in checked.relations[name].attributes]
-                path = (fact_dir or Path(span.file).parent) / f"{name}.facts"
-                for row in read_facts(path, base, diags, span):
-                    facts[name].add(tuple(symbols.intern(v) for v in row))
-            for clause in part.clauses:
-                if clause.body:
-                    rules.append(to_rule(clause, symbols))
-                else:
-                    facts[clause.head.predicate].add(tuple(symbols.intern(a.value) for a in clause.head.args))
+    for parts in world_parts(checked.sketch):
+        world = parts[-1]
+        facts, rules = world_program(checked, parts, symbols, fact_dir, diags)
         db = evaluate(facts, rules)
         examples = [
             (e.atom.predicate, tuple(symbols.intern(a.value) for a in e.atom.args), e.positive, e.span)
@@ -91,17 +102,42 @@ def ground_worlds(
 
 
 def input_list(spec: LearnSpec, checked: Checked) -> list[InputAtom]:
-    """Terms(q, V) for each body predicate q: every well-typed atom over the variables, head atom excluded."""
+    """Terms(q, V) for each body predicate q: every well-typed atom over the variables (and the allowed
+    functions of them), the head atom excluded."""
+    terms: list[tuple[int, str | None, str]] = [(v, None, t) for v, t in enumerate(spec.var_types)]
+    for f in spec.functions:
+        arg_type, out_type = (a.type for a in checked.relations[f].attributes)
+        terms += [(v, f, out_type) for v, t in enumerate(spec.var_types) if t == arg_type]
     atoms = []
     head = InputAtom(spec.predicate, tuple(range(spec.head_arity)))
     for q in spec.body:
         types = [a.type for a in checked.relations[q].attributes]
-        candidates = [[v for v, t in enumerate(spec.var_types) if t == qt] for qt in types]
+        candidates = [[(v, f) for v, f, t in terms if t == qt] for qt in types]
         for combo in np.ndindex(*[len(c) for c in candidates]) if types else [()]:
-            atom = InputAtom(q, tuple(candidates[i][j] for i, j in enumerate(combo)))
-            if atom != head and not (spec.norepeat and len(set(atom.vars)) < len(atom.vars)):
+            chosen = [candidates[i][j] for i, j in enumerate(combo)]
+            atom = InputAtom(q, tuple(v for v, _ in chosen), tuple(f for _, f in chosen))
+            if atom != head and not (spec.norepeat and len(set(chosen)) < len(chosen)):
                 atoms.append(atom)
     return atoms
+
+
+def function_maps(checked: Checked, world: GroundWorld, diags: Diagnostics) -> dict[str, np.ndarray]:
+    """For each declared function f: domain position of x -> domain position of f(x), or -1 if undefined."""
+    maps = {}
+    for name, span in checked.sketch.functions:
+        arg_type, out_type = (a.type for a in checked.relations[name].attributes)
+        position = {c: i for i, c in enumerate(world.domains[out_type])}
+        table = np.full(len(world.domains[arg_type]), -1, dtype=np.int64)
+        seen: dict[int, int] = {}
+        for i, c in enumerate(world.domains[arg_type]):
+            seen[c] = i
+        for x, y in sorted(world.db.get(name, ())):
+            if table[seen[x]] >= 0 and table[seen[x]] != position[y]:
+                diags.error(span, f".function {name}: {name} has two values for one argument in world {world.name}")
+                break
+            table[seen[x]] = position[y]
+        maps[name] = table
+    return maps
 
 
 def layout_world(world: GroundWorld, checked: Checked, relations: list[str]) -> tuple[dict[str, RelationLayout], int]:
@@ -111,7 +147,7 @@ def layout_world(world: GroundWorld, checked: Checked, relations: list[str]) -> 
         entry = RelationLayout(offset, tuple(len(world.domains[t]) for t in types), types)
         layout[name] = entry
         offset += entry.size
-    return layout, offset
+    return layout, offset + 1  # the last slot is always false: atoms over undefined function values
 
 
 def valuation(world: GroundWorld, layout: dict[str, RelationLayout], atoms: int, learned: set[str]) -> np.ndarray:
@@ -138,17 +174,27 @@ class Lowering:
         layout: dict[str, RelationLayout],
         values: np.ndarray,
         learned: set[str],
+        functions: dict[str, np.ndarray],
     ) -> None:
         self.spec, self.inputs, self.layout, self.values = spec, inputs, layout, values
+        self.functions, self.false_slot = functions, values.size - 1
         self.sizes = tuple(len(world.domains[t]) for t in spec.var_types)
         self.total = int(np.prod(self.sizes, dtype=np.int64))
         self.extensional = [a for a in inputs if a.predicate not in learned]
 
     def slots(self, atom: InputAtom, theta: tuple[np.ndarray, ...]) -> np.ndarray:
+        """The valuation slot of ``atom`` under each substitution (the false slot where a function is undefined)."""
         entry = self.layout[atom.predicate]
         if not entry.shape:
             return np.full(theta[0].shape if theta else (1,), entry.offset, dtype=np.int64)
-        return entry.offset + np.ravel_multi_index(tuple(theta[v] for v in atom.vars), entry.shape)
+        args = [
+            theta[v] if f is None else self.functions[f][theta[v]] for v, f in zip(atom.vars, atom.funcs, strict=True)
+        ]
+        undefined = np.zeros(args[0].shape, dtype=bool)
+        for a in args:
+            undefined |= a < 0
+        slots = entry.offset + np.ravel_multi_index(tuple(np.maximum(a, 0) for a in args), entry.shape)
+        return np.where(undefined, self.false_slot, slots)
 
     def kept(self) -> np.ndarray:
         """Flat indices (into the substitution grid) of the substitutions that survive pruning."""
@@ -170,7 +216,7 @@ class Lowering:
         return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int64)
 
     def arrays(self, kept: np.ndarray) -> dict[str, np.ndarray]:
-        theta = np.unravel_index(kept, self.sizes) if self.sizes else ()
+        theta = np.unravel_index(kept, self.sizes) if kept.size else tuple(np.zeros(0, np.int64) for _ in self.sizes)
         gather = np.empty((kept.size, len(self.inputs)), dtype=np.int64)
         for i, atom in enumerate(self.inputs):
             gather[:, i] = self.slots(atom, theta)
@@ -235,9 +281,10 @@ def lower(
     for world in worlds:
         layout, atoms = layout_world(world, checked, relations)
         values = valuation(world, layout, atoms, learned)
+        functions = function_maps(checked, world, diags)
         lowerings = {}
         for p, spec in checked.learned.items():
-            low = Lowering(spec, inputs[p], world, layout, values, learned)
+            low = Lowering(spec, inputs[p], world, layout, values, learned, functions)
             if low.total > MAX_SUBSTITUTIONS:
                 diags.error(
                     spec.span,

@@ -19,10 +19,16 @@ FORMAT = "nlndl-program/1"
 
 @dataclass
 class InputAtom:
-    """One candidate body atom of a learned predicate: q(V_i, V_j, ...) over its variable indices."""
+    """One candidate body atom of a learned predicate: q(t_1, ..., t_k) where term t_i is variable
+    ``vars[i]``, or function ``funcs[i]`` applied to it (``None``: the plain variable)."""
 
     predicate: str
     vars: tuple[int, ...]
+    funcs: tuple[str | None, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.funcs:
+            self.funcs = (None,) * len(self.vars)
 
 
 @dataclass
@@ -57,7 +63,7 @@ class WorldIR:
     """One world: its valuation layout, domains, and per learned predicate the index arrays."""
 
     name: str
-    atoms: int
+    atoms: int  # length of the valuation vector: every ground atom, then one always-false slot
     layout: dict[str, RelationLayout]
     domains: dict[str, list[int]]  # type -> constant ids, in slot order
     substitutions: dict[str, int]  # learned predicate -> substitutions kept
@@ -127,7 +133,7 @@ class CompiledProgram:
             "recursive": self.recursive,
             "worlds": len(self.worlds),
             "steps": self.steps,
-            "atoms": sum(w.atoms for w in self.worlds),
+            "atoms": sum(w.atoms - 1 for w in self.worlds),  # ground atoms; the always-false slot not counted
             "substitutions": subst,
             "pruned": pruned,
             "index_entries": entries,
@@ -179,7 +185,7 @@ class CompiledProgram:
                 **{
                     **v,
                     "var_types": tuple(v["var_types"]),
-                    "inputs": [InputAtom(a["predicate"], tuple(a["vars"])) for a in v["inputs"]],
+                    "inputs": [InputAtom(a["predicate"], tuple(a["vars"]), tuple(a["funcs"])) for a in v["inputs"]],
                 }
             )
             for k, v in meta["learned"].items()
@@ -211,5 +217,9 @@ def var_name(index: int) -> str:
     return chr(ord("A") + index) if index < 26 else f"V{index}"
 
 
+def render_term(var: int, func: str | None) -> str:
+    return f"{func}({var_name(var)})" if func else var_name(var)
+
+
 def render_input(atom: InputAtom) -> str:
-    return f"{atom.predicate}({','.join(var_name(v) for v in atom.vars)})"
+    return f"{atom.predicate}({','.join(render_term(v, f) for v, f in zip(atom.vars, atom.funcs, strict=True))})"

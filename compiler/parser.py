@@ -142,6 +142,8 @@ class _Builder:
             sketch.steps = (int(kids[0]), span)
         elif kind == "closed_dir":
             sketch.closed.extend((str(k), self.span(k)) for k in kids)
+        elif kind == "function_dir":
+            sketch.functions.extend((str(k), self.span(k)) for k in kids)
         elif kind == "example":
             atom = self.atom(kids[1])
             world.examples.append(ast.Example(atom, kids[0] == ".pos", span))

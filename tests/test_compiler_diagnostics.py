@@ -64,3 +64,9 @@ def test_fuzzed_compile_only_raises_compile_errors(tmp_path_factory, text):
         pass
     finally:
         os.chdir(cwd)
+
+
+def test_language_doc_carries_the_grammar_verbatim():
+    root = Path(__file__).resolve().parents[1]
+    grammar = (root / "compiler" / "grammar.lark").read_text().rstrip("\n")
+    assert grammar in (root / "docs" / "language.md").read_text()

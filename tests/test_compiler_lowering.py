@@ -194,3 +194,35 @@ def test_pruning_never_drops_a_needed_substitution(tmp_path_factory, case):
         "f": {(ids[CONSTS[x]],) for (x,) in facts["f"]},
     }
     assert fixpoint_through_index(program, bodies) == evaluate(facts_by_id, rules)["p"]
+
+
+def test_function_terms_gather_their_values():
+    program = compile_sketch(Path(__file__).parent / "sketches" / "functions.dl")
+    world, ir = program.worlds[0], program.learned["sorted"]
+    symbols = program.symbols
+    column = ir.inputs.index(InputAtom("sorted", (0,), ("init",)))
+    false_slot = world.atoms - 1
+    assert world.valuation[false_slot] == 0
+    init = {"ab": "a", "ba": "b", "abc": "ab", "acb": "ac", "ac": "a"}
+    for head, slot in zip(world.scatter("sorted"), world.gather("sorted")[:, column], strict=True):
+        (value,) = (symbols[c] for c in world.decode_slot(int(head))[1])
+        if value in init:
+            assert symbols[world.decode_slot(int(slot))[1][0]] == init[value]
+        else:  # init("a") is undefined: the atom reads the always-false slot
+            assert slot == false_slot
+
+
+def test_function_directive_errors(tmp_path):
+    text = """
+.decl r(a: symbol, b: symbol, c: symbol)
+.decl p(a: symbol)
+.function r, nope
+.learn p(functions=[r, p])
+.pos p("x").
+"""
+    with pytest.raises(CompileError) as info:
+        compile_text(tmp_path, text)
+    message = info.value.diagnostics.render()
+    assert "s.dl:4:11: error: .function r: a function relation has two attributes" in message
+    assert "s.dl:4:14: error: undeclared relation nope in .function" in message
+    assert "error: p is not declared with '.function p'" in message
