@@ -76,4 +76,5 @@ def compile_sketch(
         recursive=sorted(strata.recursive) if strata else [],
         dependencies=checked.dependencies,
         worlds=lowered,
+        types=dict(checked.types),
     )

@@ -273,7 +273,8 @@ def lower(
 ) -> tuple[dict[str, LearnedIR], list[WorldIR]]:
     """Index arrays of every learned predicate in every world; refused up front past the memory limit."""
     learned = set(checked.learned)
-    relations = [r for r in checked.relations if r in learned or any(r in s.body for s in checked.learned.values())]
+    used = learned | {q for s in checked.learned.values() for q in (*s.body, *s.functions)}
+    relations = [r for r in checked.relations if r in used]  # everything the learned rules can read
     inputs = {p: input_list(spec, checked) for p, spec in checked.learned.items()}
     closed = {name for name, _ in checked.sketch.closed}
     plans = []

@@ -120,6 +120,7 @@ class CompiledProgram:
     recursive: list[str]
     dependencies: list[tuple[str, str, bool]]  # (body predicate, head predicate, through negation)
     worlds: list[WorldIR]
+    types: dict[str, str] = field(default_factory=dict)  # type name -> base type (symbol or number)
 
     def summary(self) -> dict[str, Any]:
         """The figures ``nlndl compile`` prints (and ``--json`` emits)."""
@@ -154,6 +155,7 @@ class CompiledProgram:
             "strata": self.strata,
             "recursive": self.recursive,
             "dependencies": [list(d) for d in self.dependencies],
+            "types": self.types,
             "worlds": [
                 {
                     "name": w.name,
@@ -209,6 +211,7 @@ class CompiledProgram:
             meta["recursive"],
             [tuple(d) for d in meta["dependencies"]],
             worlds,
+            meta["types"],
         )
 
 

@@ -123,6 +123,181 @@ def compile_command(
         typer.echo(f"-- {what.value}\n{dump(program)}")
 
 
+class Dialect(StrEnum):
+    souffle = "souffle"
+    clingo = "clingo"
+
+
+def _compile_or_fail(sketch: Path, fact_dir: Path | None, steps: int | None = None):
+    from nlndl.compiler import CompileError, compile_sketch
+
+    try:
+        return compile_sketch(sketch, fact_dir, steps=steps)
+    except CompileError as exc:
+        _fail(exc.diagnostics.render())
+
+
+def _check_results_dir(out: Path, stem: str) -> None:
+    """Files nlndl writes may replace earlier nlndl output, never a file the user wrote."""
+    if out.exists() and not out.is_dir():
+        _fail(f"{out}: error: exists and is not a directory")
+    for suffix, mark in ((".dl", "// Learned by nlndl"), (".lp", "% Learned by nlndl"), (".json", '"nlndl":')):
+        path = out / f"{stem}{suffix}"
+        if path.exists() and mark not in path.read_text(errors="replace")[:200]:
+            _fail(f"{path}: error: exists and was not written by nlndl; refusing to overwrite it")
+    try:
+        check_writable(out / f"{stem}.dl" if out.is_dir() else out)
+    except OutputError as exc:
+        _fail(str(exc))
+
+
+@app.command("train")
+def train_command(
+    sketch: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="The program sketch (.dl).")],
+    fact_dir: Annotated[Path | None, typer.Option("-F", "--fact-dir", help="Where .facts files are.")] = None,
+    output_dir: Annotated[
+        Path, typer.Option("-D", "--output-dir", help="Where to write <name>.dl, <name>.lp and <name>.json.")
+    ] = Path("nlndl-out"),
+    seed: Annotated[int, typer.Option(help="Random seed (same seed, same result on CPU).")] = 0,
+    restarts: Annotated[int, typer.Option(min=1, help="Independent initialisations trained together.")] = 16,
+    max_iters: Annotated[int, typer.Option(min=1, help="Iteration limit.")] = 2000,
+    time_limit: Annotated[float | None, typer.Option(min=0.0, help="Wall-clock limit in seconds.")] = None,
+    steps: Annotated[int | None, typer.Option(min=1, help="Forward-chaining steps (default: the sketch's).")] = None,
+    device: Annotated[str, typer.Option(help="cpu or cuda (the same code runs on both).")] = "cpu",
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue from the checkpoint of an interrupted run.")
+    ] = False,
+    json_summary: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Learn the sketch's predicates; write the verified rules as Soufflé and clingo Datalog.
+
+    Exits 0 when clingo verifies the rules on every world, 1 otherwise (printing the best rules found).
+    """
+    import torch
+
+    from nlndl.export import write_program
+    from nlndl.learn import LearnConfig, learn
+    from nlndl.progress import training_bar
+    from nlndl.runtime.chain import ChainConfig
+    from nlndl.runtime.train import TrainConfig
+
+    if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
+        typer.echo(f"error: --device {device}: expected cpu or cuda", err=True)
+        raise typer.Exit(2)
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        _fail(f"error: --device {device}: no CUDA device is available (torch {torch.__version__})")
+    program = _compile_or_fail(sketch, fact_dir, steps)
+    stem = "_".join(sorted(program.learned)) or sketch.stem
+    _check_results_dir(output_dir, stem)
+    checkpoint = output_dir / f"{stem}.checkpoint"
+    if resume and not (checkpoint / "checkpoint.json").exists():
+        _fail(f"{checkpoint}: error: no checkpoint to resume from")
+    config = LearnConfig(
+        train=TrainConfig(seed=seed, max_iters=max_iters, time_limit=time_limit),
+        chain=ChainConfig(restarts=restarts),
+        device=device,
+    )
+    try:
+        with training_bar(max_iters, restarts, quiet or json_summary) as progress:
+            result = learn(program, config, progress, resume=checkpoint if resume else None, checkpoint=checkpoint)
+    except KeyboardInterrupt:
+        typer.echo(f"interrupted: checkpoint saved to {checkpoint}; continue with --resume", err=True)
+        raise typer.Exit(130) from None
+    output_dir.mkdir(parents=True, exist_ok=True)
+    write_program(output_dir, stem, program, result.rules, str(sketch))
+    record = {
+        "nlndl": __version__,
+        "sketch": str(sketch.resolve()),
+        "fact_dir": str(fact_dir.resolve()) if fact_dir else None,
+        "seed": seed,
+        **result.to_json(),
+    }
+    write_json(output_dir / f"{stem}.json", record)
+    if result.solved and checkpoint.exists():
+        import shutil
+
+        shutil.rmtree(checkpoint)
+    if json_summary:
+        keys = ("solved", "seconds", "iterations", "restarts", "rules", "accuracy")
+        typer.echo(json.dumps({k: record[k] for k in keys}))
+    else:
+        status = "solved (verified by clingo)" if result.solved else "NOT solved"
+        typer.echo(
+            f"{stem}: {status} in {result.seconds:.2f} s, {result.iterations} iterations, "
+            f"{restarts} restarts, seed {seed}"
+        )
+        for text in result.rule_texts():
+            typer.echo(f"  {text}")
+        score = result.score
+        if not result.solved:
+            typer.echo(f"  best rules: precision {score.precision:.3f}, recall {score.recall:.3f} on the examples")
+        typer.echo(
+            f"  wrote {output_dir / (stem + '.dl')}, {output_dir / (stem + '.lp')}, {output_dir / (stem + '.json')}"
+        )
+    raise typer.Exit(0 if result.solved else 1)
+
+
+@app.command("export")
+def export_command(
+    results: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="A <name>.json written by nlndl train.")],
+    dialect: Annotated[Dialect, typer.Option("--format", help="souffle (.dl) or clingo (.lp).")] = Dialect.souffle,
+) -> None:
+    """Print saved learned rules as Soufflé or clingo Datalog."""
+    from nlndl.api import read_rules
+    from nlndl.export import clingo_text, souffle_text
+
+    try:
+        record = json.loads(results.read_text())
+        sketch, fact_dir, rules_text = Path(record["sketch"]), record.get("fact_dir"), record["rules"]
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        _fail(f"{results}:1:1: error: not a results file written by nlndl train ({exc})")
+    if not sketch.exists():
+        _fail(f"{results}: error: its sketch {sketch} no longer exists")
+    program = _compile_or_fail(sketch, Path(fact_dir) if fact_dir else None)
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "rules.dl"
+        path.write_text("\n".join(rules_text) + "\n")
+        from nlndl.compiler import CompileError
+
+        try:
+            rules = read_rules(path, program)
+        except CompileError as exc:
+            _fail(exc.diagnostics.render())
+    render = souffle_text if dialect == Dialect.souffle else clingo_text
+    typer.echo(render(program, rules, str(sketch)), nl=False)
+
+
+@app.command("check")
+def check_command(
+    rules: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="Datalog rules (.dl syntax).")],
+    sketch: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="The sketch with the examples.")],
+    fact_dir: Annotated[Path | None, typer.Option("-F", "--fact-dir", help="Where .facts files are.")] = None,
+) -> None:
+    """Run rules on a sketch's worlds with clingo; report examples they get wrong. Exit 0 if none."""
+    from nlndl.api import read_rules
+    from nlndl.compiler import CompileError
+    from nlndl.verify import clingo_score
+
+    program = _compile_or_fail(sketch, fact_dir)
+    try:
+        parsed = read_rules(rules, program)
+    except CompileError as exc:
+        _fail(exc.diagnostics.render())
+    score = clingo_score(program, parsed)
+    typer.echo(
+        f"{rules}: {score.true_positives}/{score.positives} positive examples entailed, "
+        f"{score.false_positives}/{score.negatives} negative examples entailed (clingo)"
+    )
+    for atom in score.missed:
+        typer.echo(f"  missing: {atom}")
+    for atom in score.wrong:
+        typer.echo(f"  wrong:   {atom}")
+    raise typer.Exit(0 if score.solved else 1)
+
+
 @ldpc_app.command("compile")
 def ldpc_compile(
     matrix: Annotated[

@@ -31,3 +31,27 @@ def progress_bar(total: int, quiet: bool = False) -> Iterator[Callable[[str], No
             bar.update(task, description=label)
 
         yield tell
+
+
+@contextmanager
+def training_bar(total: int, restarts: int, quiet: bool = False) -> Iterator[Callable]:
+    """Yield ``progress(state, losses)`` for the trainer: iteration, best loss, restarts replaced."""
+    if quiet or not sys.stderr.isatty():
+        yield None
+        return
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=stderr, transient=True) as bar:
+        task = bar.add_task("training", total=total)
+
+        def progress(state, losses) -> None:
+            if state.iteration % 10 == 0:
+                bar.update(
+                    task,
+                    completed=state.iteration,
+                    description=(
+                        f"iter {state.iteration}  best loss {state.best_loss:.4f}  {restarts} restarts "
+                        f"({state.replaced} replaced)"
+                    ),
+                )
+
+        yield progress

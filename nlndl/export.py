@@ -1,0 +1,129 @@
+"""Writing learned programs as Datalog that real engines run: Soufflé ``.dl`` and clingo ``.lp``.
+
+Names that either engine would misread (a relation starting with an upper-case letter is a variable
+to clingo) are mangled, and the mapping is recorded in a header comment. Negation is ``!`` in
+Soufflé and ``not`` in clingo. Facts go to separate files per world, so the rules file is the program.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nlndl import __version__
+from nlndl.compiler.crisp import Database, Rule
+from nlndl.compiler.ir import CompiledProgram
+from nlndl.compiler.symbols import SymbolTable
+from nlndl.extract import render
+
+SAFE = re.compile(r"^[a-z][A-Za-z0-9_]*$")
+
+
+@dataclass
+class Names:
+    """Relation name -> a name valid in Soufflé and clingo (identity where already valid)."""
+
+    forward: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def for_program(cls, program: CompiledProgram) -> Names:
+        forward: dict[str, str] = {}
+        taken = {n for n in program.relations if SAFE.match(n)}
+        for name in program.relations:
+            if SAFE.match(name):
+                forward[name] = name
+                continue
+            candidate, i = "r_" + name.lstrip("_"), 1
+            while candidate in taken:
+                candidate, i = f"r{i}_{name.lstrip('_')}", i + 1
+            taken.add(candidate)
+            forward[name] = candidate
+        return cls(forward)
+
+    def __call__(self, name: str) -> str:
+        return self.forward.get(name, name)
+
+    def original(self, mangled: str) -> str:
+        for name, out in self.forward.items():
+            if out == mangled:
+                return name
+        return mangled
+
+    def header(self, comment: str) -> list[str]:
+        changed = [f"{a} -> {b}" for a, b in self.forward.items() if a != b]
+        return [f"{comment} names changed for Soufflé/clingo: {', '.join(changed)}"] if changed else []
+
+
+def _facts_lines(facts: Database, symbols: SymbolTable, names: Names) -> list[str]:
+    lines = []
+    for name in sorted(facts):
+        for fact in sorted(facts[name]):
+            args = ",".join(symbols.render(c) for c in fact)
+            lines.append(f"{names(name)}({args}).")
+    return lines
+
+
+def render_clingo_program(facts: Database, rules: list[Rule], symbols: SymbolTable, names: Names) -> str:
+    """Facts and rules as one clingo program (used for verification)."""
+    lines = _facts_lines(facts, symbols, names)
+    lines += [render(r, negation="not ", names=names) for r in rules]
+    return "\n".join(lines) + "\n"
+
+
+def used_relations(program: CompiledProgram, rules: list[Rule]) -> list[str]:
+    """Relations the rules read or define, in declaration order."""
+    used = {r.head for r in rules} | {a.predicate for r in rules for a in r.body} | set(program.learned)
+    return [name for name in program.relations if name in used]
+
+
+def souffle_text(program: CompiledProgram, rules: list[Rule], origin: str) -> str:
+    names = Names.for_program(program)
+    lines = [f"// Learned by nlndl {__version__} from {origin} (sketch sha256 {program.sketch_hash[:16]}...)"]
+    lines += names.header("//")
+    relations = used_relations(program, rules)
+    types = sorted({t for name in relations for t in program.relations[name]["types"]})
+    lines += [f".type {t} <: {program.types[t]}" for t in types if t not in ("symbol", "number")]
+    for name in relations:
+        attrs = ", ".join(f"a{i}: {t}" for i, t in enumerate(program.relations[name]["types"]))
+        lines.append(f".decl {names(name)}({attrs})")
+    lines += [f".input {names(n)}" for n in relations if n not in program.learned]
+    lines += [f".output {names(n)}" for n in relations if n in program.learned]
+    lines.append("")
+    lines += [render(r, negation="!", names=names) for r in rules]
+    return "\n".join(lines) + "\n"
+
+
+def clingo_text(program: CompiledProgram, rules: list[Rule], origin: str) -> str:
+    names = Names.for_program(program)
+    lines = [f"% Learned by nlndl {__version__} from {origin} (sketch sha256 {program.sketch_hash[:16]}...)"]
+    lines += names.header("%")
+    lines.append("% facts: one <name>.<world>.facts.lp file per world")
+    lines += [render(r, negation="not ", names=names) for r in rules]
+    for name in program.learned:
+        lines.append(f"#show {names(name)}/{len(program.relations[name]['types'])}.")
+    return "\n".join(lines) + "\n"
+
+
+def write_program(out: Path, stem: str, program: CompiledProgram, rules: list[Rule], origin: str) -> list[Path]:
+    """Write OUT/stem.dl, OUT/stem.lp and each world's facts (Soufflé directory and clingo file)."""
+    from nlndl.verify import world_facts
+
+    out.mkdir(parents=True, exist_ok=True)
+    names = Names.for_program(program)
+    symbols = SymbolTable.from_json(program.symbols)
+    written = [out / f"{stem}.dl", out / f"{stem}.lp"]
+    written[0].write_text(souffle_text(program, rules, origin))
+    written[1].write_text(clingo_text(program, rules, origin))
+    for world in program.worlds:
+        facts = world_facts(program, world)
+        (out / f"{stem}.{world.name}.facts.lp").write_text("\n".join(_facts_lines(facts, symbols, names)) + "\n")
+        directory = out / f"{stem}.{world.name}.facts"
+        directory.mkdir(exist_ok=True)
+        for name, rel in facts.items():
+            if name in program.learned:
+                continue
+            rows = ["\t".join(str(symbols.value(c)) for c in fact) for fact in sorted(rel)]
+            (directory / f"{names(name)}.facts").write_text("".join(r + "\n" for r in rows))
+        written += [out / f"{stem}.{world.name}.facts.lp", directory]
+    return written

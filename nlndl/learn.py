@@ -1,0 +1,136 @@
+"""Learning rules for a compiled program: train the forward chainer, extract, simplify, verify.
+
+A restart counts as solved only when its extracted, simplified rules entail every positive example
+and no negative one both in nlndl's crisp evaluator and in clingo.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from nlndl.compiler.crisp import Rule
+from nlndl.compiler.ir import CompiledProgram
+from nlndl.extract import extract, render, simplify
+from nlndl.runtime.chain import ChainConfig, ForwardChainer
+from nlndl.runtime.train import TrainConfig, Trainer, TrainState
+from nlndl.verify import Score, clingo_score, crisp_score
+
+
+@dataclass
+class LearnConfig:
+    train: TrainConfig = field(default_factory=TrainConfig)
+    chain: ChainConfig = field(default_factory=ChainConfig)
+    threshold: float = 0.5  # membership above which an atom or term is read as selected
+    device: str = "cpu"
+
+
+@dataclass
+class LearnResult:
+    solved: bool
+    rules: list[Rule]
+    score: Score
+    iterations: int
+    seconds: float
+    restarts: int
+    restart: int | None  # the winning restart
+    resets: int = 0
+
+    def rule_texts(self) -> list[str]:
+        return [render(r) for r in self.rules]
+
+    def to_json(self) -> dict:
+        return {
+            "solved": self.solved,
+            "seconds": round(self.seconds, 3),
+            "iterations": self.iterations,
+            "restarts": self.restarts,
+            "winning_restart": self.restart,
+            "rules": self.rule_texts(),
+            "accuracy": self.score.to_json(),
+            "nan_resets": self.resets,
+        }
+
+
+def memberships(model: ForwardChainer, restart: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    out = {}
+    for name, function in model.functions.items():
+        inner, outer = function.memberships()
+        out[name] = (inner[restart].detach().cpu().numpy(), outer[restart].detach().cpu().numpy())
+    return out
+
+
+class Learner:
+    """Keeps the best candidate seen; its ``check`` is the trainer's stopping rule."""
+
+    def __init__(self, program: CompiledProgram, config: LearnConfig) -> None:
+        self.program, self.config = program, config
+        self.best: tuple[float, list[Rule], Score] | None = None
+        self.tried: dict[tuple, bool] = {}
+
+    def candidate(self, model: ForwardChainer, restart: int) -> tuple[list[Rule], Score]:
+        rules = extract(self.program, memberships(model, restart), self.config.threshold)
+        return rules, crisp_score(self.program, rules)
+
+    def check(self, model: ForwardChainer, losses: torch.Tensor) -> int | None:
+        for restart in torch.argsort(torch.nan_to_num(losses, nan=float("inf"))).tolist():
+            rules, score = self.candidate(model, restart)
+            key = tuple(render(r) for r in rules)
+            if key in self.tried:
+                continue
+            self.tried[key] = score.solved
+            if self.best is None or score.accuracy > self.best[0]:
+                self.best = (score.accuracy, rules, score)
+            if not score.solved:
+                continue
+            simple = simplify(rules, lambda trial: crisp_score(self.program, trial).solved)
+            verified = clingo_score(self.program, simple)
+            if verified.solved and crisp_score(self.program, simple).solved:
+                self.best = (1.0, simple, verified)
+                return restart
+        return None
+
+
+def learn(
+    program: CompiledProgram,
+    config: LearnConfig | None = None,
+    progress: Callable[[TrainState, torch.Tensor], None] | None = None,
+    resume: Path | None = None,
+    checkpoint: Path | None = None,
+) -> LearnResult:
+    """Train ``program``'s learned predicates from ``config.train.seed``; Ctrl-C saves ``checkpoint``."""
+    config = config or LearnConfig()
+    torch.manual_seed(config.train.seed)
+    model = ForwardChainer(program, config.chain).to(config.device)
+    trainer = Trainer(model, config.train)
+    if resume is not None:
+        trainer.load(resume)
+    learner = Learner(program, config)
+    started = time.perf_counter()
+    try:
+        winner = trainer.fit(learner.check, progress)
+    except KeyboardInterrupt:
+        if checkpoint is not None:
+            trainer.save(checkpoint)
+        raise
+    if checkpoint is not None and winner is None:
+        trainer.save(checkpoint)
+    if learner.best is None:
+        rules, score = learner.candidate(model, 0)
+    else:
+        _, rules, score = learner.best
+    return LearnResult(
+        solved=winner is not None,
+        rules=rules,
+        score=score,
+        iterations=trainer.state.iteration,
+        seconds=time.perf_counter() - started + (trainer.state.seconds if resume else 0.0) * 0,
+        restarts=config.chain.restarts,
+        restart=winner,
+        resets=trainer.state.resets,
+    )

@@ -1,0 +1,114 @@
+"""Checking learned rules against the examples: the crisp evaluator and, independently, clingo.
+
+The facts of a world are its true extensional atoms as compiled (the background closure of every
+relation the learned rules can read), so the check needs only the compiled program.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from nlndl.compiler.crisp import Database, Rule, evaluate
+from nlndl.compiler.ir import CompiledProgram, WorldIR
+from nlndl.compiler.symbols import SymbolTable
+from nlndl.engines import clingo_model
+from nlndl.export import Names, render_clingo_program
+
+GroundAtom = tuple[str, tuple[int, ...]]
+
+
+@dataclass
+class Score:
+    """Example accuracy of a program over all worlds."""
+
+    positives: int = 0
+    negatives: int = 0
+    true_positives: int = 0
+    false_positives: int = 0
+    missed: list[str] = field(default_factory=list)  # positive examples not derived
+    wrong: list[str] = field(default_factory=list)  # negative examples derived
+
+    @property
+    def solved(self) -> bool:
+        return self.true_positives == self.positives and self.false_positives == 0
+
+    @property
+    def precision(self) -> float:
+        derived = self.true_positives + self.false_positives
+        return self.true_positives / derived if derived else 1.0
+
+    @property
+    def recall(self) -> float:
+        return self.true_positives / self.positives if self.positives else 1.0
+
+    @property
+    def accuracy(self) -> float:
+        total = self.positives + self.negatives
+        correct = self.true_positives + self.negatives - self.false_positives
+        return correct / total if total else 1.0
+
+    def add(self, model: set[GroundAtom], pos: set[GroundAtom], neg: set[GroundAtom], symbols: SymbolTable) -> None:
+        self.positives += len(pos)
+        self.negatives += len(neg)
+        self.true_positives += len(pos & model)
+        self.false_positives += len(neg & model)
+        show = lambda a: f"{a[0]}({','.join(symbols.render(c) for c in a[1])})"  # noqa: E731
+        self.missed += sorted(show(a) for a in pos - model)
+        self.wrong += sorted(show(a) for a in neg & model)
+
+    def to_json(self) -> dict:
+        return {
+            **asdict(self),
+            "precision": self.precision,
+            "recall": self.recall,
+            "accuracy": self.accuracy,
+            "solved": self.solved,
+        }
+
+
+def world_facts(program: CompiledProgram, world: WorldIR) -> Database:
+    """The world's true extensional atoms, by relation (learned relations start empty)."""
+    facts: Database = {name: set() for name in world.layout}
+    for slot in np.flatnonzero(world.valuation[: world.atoms - 1] > 0):
+        name, args = world.decode_slot(int(slot))
+        facts[name].add(args)
+    return facts
+
+
+def world_examples(world: WorldIR) -> tuple[set[GroundAtom], set[GroundAtom]]:
+    pos, neg = set(), set()
+    for slot, label in zip(world.example_slots.tolist(), world.example_labels.tolist(), strict=True):
+        (pos if label > 0.5 else neg).add(world.decode_slot(int(slot)))
+    return pos, neg
+
+
+def crisp_score(program: CompiledProgram, rules: list[Rule]) -> Score:
+    """Score of ``rules`` with nlndl's own crisp evaluator (full semantics: no pruning)."""
+    score = Score()
+    learned = set(program.learned)
+    symbols = SymbolTable.from_json(program.symbols)
+    for world in program.worlds:
+        model = evaluate(world_facts(program, world), rules)
+        derived = {(name, args) for name in learned for args in model.get(name, ())}
+        score.add(derived, *world_examples(world), symbols)
+    return score
+
+
+def clingo_score(program: CompiledProgram, rules: list[Rule]) -> Score:
+    """Score of ``rules`` as clingo computes it, on each world's facts (names mangled for clingo)."""
+    score = Score()
+    symbols = SymbolTable.from_json(program.symbols)
+    names = Names.for_program(program)
+    learned = set(program.learned)
+    for world in program.worlds:
+        text = render_clingo_program(world_facts(program, world), rules, symbols, names)
+        model = clingo_model(text)
+        derived = set()
+        for pred, args in model:
+            original = names.original(pred)
+            if original in learned:
+                derived.add((original, tuple(symbols.ids[(isinstance(a, int), a)] for a in args)))
+        score.add(derived, *world_examples(world), symbols)
+    return score

@@ -1,0 +1,175 @@
+"""The training loop for a forward chainer: Adam with a step schedule, binarisation, NaN recovery,
+limits, checkpoints. It knows nothing about logic: a ``check`` callback decides when a restart is done.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from nlndl.runtime.chain import ForwardChainer
+
+
+@dataclass
+class TrainConfig:
+    """Optimisation settings (the model's own settings are in ChainConfig)."""
+
+    seed: int = 0
+    max_iters: int = 2000
+    time_limit: float | None = None  # seconds
+    lr: float = 0.05
+    lr_late: float = 0.03  # after ``lr_switch`` iterations (the reference's two-step schedule)
+    lr_switch: int = 1000
+    check_every: int = 20
+    binarize_factor: float = 1.2  # applied at each check to restarts that classify every example right
+    weight_limit: float = 20.0
+    patience: int = 60  # a restart whose loss has not improved by 1% for this many iterations starts anew
+
+
+@dataclass
+class TrainState:
+    iteration: int = 0
+    seconds: float = 0.0
+    best_loss: float = float("inf")
+    resets: int = 0  # restarts re-initialised after NaN/inf
+    replaced: int = 0  # restarts re-initialised after a plateau
+
+
+CheckFn = Callable[[ForwardChainer, torch.Tensor], int | None]
+ProgressFn = Callable[[TrainState, torch.Tensor], None]
+
+
+class Trainer:
+    """Runs Adam on all restarts at once; stops when ``check`` returns a winning restart index."""
+
+    def __init__(self, model: ForwardChainer, config: TrainConfig) -> None:
+        self.model, self.config = model, config
+        self.optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, betas=(0.9, 0.999), eps=1e-6)
+        self.state = TrainState()
+        self.generator = torch.Generator().manual_seed(config.seed)
+        k = model.restarts
+        self.restart_best = torch.full((k,), float("inf"))
+        self.restart_since = torch.zeros(k, dtype=torch.long)  # iteration of the last 1% improvement
+
+    def learning_rate(self) -> float:
+        return self.config.lr if self.state.iteration < self.config.lr_switch else self.config.lr_late
+
+    def reset_restarts(self, bad: torch.Tensor) -> None:
+        """Re-initialise restarts whose loss went NaN/inf, and forget their Adam moments."""
+        self.reinitialise(bad)
+        self.state.resets += int(bad.numel())
+
+    def reinitialise(self, bad: torch.Tensor) -> None:
+        for function in self.model.functions.values():
+            function.reset(bad, self.generator)
+            for param in (function.inner, function.outer):
+                state = self.optimizer.state.get(param)
+                if state:
+                    state["exp_avg"][bad] = 0
+                    state["exp_avg_sq"][bad] = 0
+        self.restart_best[bad] = float("inf")
+        self.restart_since[bad] = self.state.iteration
+
+    def replace_stalled(self, losses: torch.Tensor, fitted: torch.Tensor) -> None:
+        """Start anew every restart stuck on a plateau that still misclassifies an example."""
+        losses = torch.nan_to_num(losses.cpu(), nan=float("inf"))
+        improved = losses < self.restart_best * 0.99
+        self.restart_best = torch.minimum(self.restart_best, losses)
+        self.restart_since[improved] = self.state.iteration
+        stalled = (self.state.iteration - self.restart_since > self.config.patience) & ~fitted
+        if stalled.any():
+            self.reinitialise(torch.nonzero(stalled).flatten())
+            self.state.replaced += int(stalled.sum())
+
+    @torch.no_grad()
+    def binarize(self, restarts: torch.Tensor) -> None:
+        for function in self.model.functions.values():
+            for param in (function.inner, function.outer):
+                param[restarts] = (param[restarts] * self.config.binarize_factor).clamp(
+                    -self.config.weight_limit, self.config.weight_limit
+                )
+
+    def step(self) -> torch.Tensor:
+        """One Adam step on every restart; returns the per-restart losses before the step."""
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.learning_rate()
+        losses, self.max_error = self.model.objective()
+        finite = torch.isfinite(losses)
+        if not finite.all():
+            self.reset_restarts(torch.nonzero(~finite).flatten())
+        self.optimizer.zero_grad(set_to_none=True)
+        losses[finite].sum().backward()
+        self.optimizer.step()
+        self.state.iteration += 1
+        return losses.detach()
+
+    def fit(self, check: CheckFn, progress: ProgressFn | None = None) -> int | None:
+        """Train until ``check`` names a winning restart or a limit is reached; returns the winner."""
+        cfg = self.config
+        start = time.perf_counter() - self.state.seconds
+        while self.state.iteration < cfg.max_iters:
+            losses = self.step()
+            self.state.seconds = time.perf_counter() - start
+            finite = losses[torch.isfinite(losses)]
+            if finite.numel():
+                self.state.best_loss = min(self.state.best_loss, float(finite.min()))
+            if progress is not None:
+                progress(self.state, losses)
+            last = self.state.iteration >= cfg.max_iters or (
+                cfg.time_limit is not None and self.state.seconds >= cfg.time_limit
+            )
+            if self.state.iteration % cfg.check_every == 0 or last:
+                winner = check(self.model, losses)
+                if winner is not None:
+                    return winner
+                # every example on the right side of 0.5: push memberships toward 0/1
+                fitted = torch.isfinite(losses) & (self.max_error.cpu() < 0.5)
+                if fitted.any():
+                    self.binarize(torch.nonzero(fitted).flatten())
+                self.replace_stalled(losses, fitted)
+            if last:
+                break
+        return None
+
+    # --- checkpoints: safetensors for tensors, JSON for the rest (no pickle) ---
+
+    def save(self, path: Path) -> None:
+        path.mkdir(parents=True, exist_ok=True)
+        tensors = {f"param/{k}": v.detach().cpu().contiguous() for k, v in self.model.named_parameters()}
+        names = {id(p): k for k, p in self.model.named_parameters()}
+        for param, state in self.optimizer.state.items():
+            for key in ("exp_avg", "exp_avg_sq"):
+                tensors[f"adam/{names[id(param)]}/{key}"] = state[key].detach().cpu().contiguous()
+            tensors[f"adam/{names[id(param)]}/step"] = torch.as_tensor(state["step"]).reshape(1).float().cpu()
+        tensors["generator"] = self.generator.get_state()
+        tensors["restart_best"] = self.restart_best.clone()
+        tensors["restart_since"] = self.restart_since.clone()
+        save_file(tensors, str(path / "checkpoint.safetensors"))
+        meta = {"state": asdict(self.state), "config": asdict(self.config)}
+        (path / "checkpoint.json").write_text(json.dumps(meta, indent=1) + "\n")
+
+    def load(self, path: Path) -> None:
+        tensors = load_file(str(path / "checkpoint.safetensors"))
+        meta = json.loads((path / "checkpoint.json").read_text())
+        params = dict(self.model.named_parameters())
+        with torch.no_grad():
+            for key, param in params.items():
+                param.copy_(tensors[f"param/{key}"])
+        for key, param in params.items():
+            if f"adam/{key}/exp_avg" in tensors:
+                device = param.device
+                self.optimizer.state[param] = {
+                    "step": tensors[f"adam/{key}/step"].reshape(()).to(device),
+                    "exp_avg": tensors[f"adam/{key}/exp_avg"].to(device),
+                    "exp_avg_sq": tensors[f"adam/{key}/exp_avg_sq"].to(device),
+                }
+        self.generator.set_state(tensors["generator"])
+        self.restart_best = tensors["restart_best"].clone()
+        self.restart_since = tensors["restart_since"].clone()
+        self.state = TrainState(**meta["state"])
