@@ -176,15 +176,21 @@ class _Builder:
         _parse_into(text, target, self.sketch, self.diags, self.seen | {target})
 
 
+def _end_of(text: str) -> tuple[int, int]:
+    """Line and column just past the last non-blank character (where a missing token belongs)."""
+    stripped = text.rstrip()
+    lines = stripped.split("\n")
+    return len(lines), len(lines[-1]) + 1
+
+
 def _parse_into(text: str, path: Path, sketch: ast.Sketch, diags: Diagnostics, seen: set[Path]) -> None:
     diags.sources[str(path)] = sketch.sources[str(path)] = text
     try:
         tree = grammar().parse(text)
     except UnexpectedInput as exc:
-        diags.error(
-            Span(str(path), exc.line if exc.line > 0 else 1, exc.column if exc.column > 0 else 1),
-            _syntax_message(exc),
-        )
+        at_end = isinstance(exc, UnexpectedEOF) or (isinstance(exc, UnexpectedToken) and exc.token.type == "$END")
+        line, column = _end_of(text) if at_end else (max(exc.line, 1), max(exc.column, 1))
+        diags.error(Span(str(path), line, column), _syntax_message(exc))
         return
     _Builder(path, sketch, diags, seen).items(tree.children, sketch.worlds[0])
 

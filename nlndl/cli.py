@@ -6,6 +6,7 @@ Exit codes: 0 success, 1 diagnostics or a failed job, 2 usage errors.
 from __future__ import annotations
 
 import json
+import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -29,7 +30,7 @@ app.add_typer(bench_app, name="bench")
 ldpc_app = typer.Typer(no_args_is_help=True, help="LDPC codes: Tanner graphs for message-passing decoders.")
 app.add_typer(ldpc_app, name="ldpc")
 
-stdout = Console()
+stdout = Console(width=None if sys.stdout.isatty() else 140)  # tables stay readable in logs and pipes
 
 
 def _version(value: bool) -> None:
@@ -348,6 +349,56 @@ def ldpc_compile(
             f"{summary['var_degrees']}, check degrees {summary['check_degrees']}, {summary['bytes']:,} bytes"
             + (f"\n  saved to {output}" if output is not None else "")
         )
+
+
+@bench_app.command("runtime")
+def bench_runtime(
+    quick: Annotated[bool, typer.Option("--quick", help="Smaller programs only.")] = False,
+    json_path: Annotated[Path | None, typer.Option("--json", help="Write the figures as JSON.")] = None,
+    restarts: Annotated[int, typer.Option(min=1, help="Restarts per step.")] = 8,
+    steps: Annotated[int, typer.Option(min=1, help="Cap on forward-chaining steps T.")] = 10,
+    iters: Annotated[int, typer.Option(min=1, help="Timed training steps per case.")] = 5,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Time per training step and gathered atom-slots per second (CPU, and CUDA when available)."""
+    import torch
+
+    from nlndl.bench import runtime
+
+    _check_outputs(json_path)
+    devices = ("cpu", "cuda") if torch.cuda.is_available() else ("cpu",)
+    n_cases = len(runtime.cases(quick)) * len(devices)
+    with progress_bar(n_cases, quiet) as tell:
+        rows = runtime.run(quick, devices, restarts, steps, iters, tell)
+    table = Table(title=f"Runtime: {restarts} restarts, T <= {steps}, torch {torch.__version__}")
+    for column in (
+        "case",
+        "device",
+        "scatter",
+        "substitutions",
+        "inputs",
+        "T",
+        "ms / step",
+        "atom-slots / s",
+        "in torch ops",
+    ):
+        table.add_column(column)
+    for r in rows:
+        table.add_row(
+            r["case"],
+            r["device"],
+            r["scatter"],
+            f"{r['substitutions']:,}",
+            str(r["inputs"]),
+            str(r["steps"]),
+            f"{r['seconds_per_step'] * 1000:.1f}",
+            f"{r['atom_slots_per_second']:.3g}",
+            f"{r['kernel_fraction']:.0%}",
+        )
+    stdout.print(table)
+    if json_path is not None:
+        write_json(json_path, {"torch": torch.__version__, "rows": rows})
+        stdout.print(f"wrote {json_path}")
 
 
 @bench_app.command("boolean")

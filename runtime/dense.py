@@ -50,9 +50,12 @@ def dense_run(model: ForwardChainer, world_index: int = 0) -> torch.Tensor:
             inner, outer = function.memberships()
             gate = function.gate(inner) if function.gate is not None else None
             f = nln_forward(gathered, inner, outer, program.learned[p].form, gate)  # (K, S)
-            new = 1.0 - (1.0 - f.unsqueeze(-1) * h.unsqueeze(0)).prod(1)  # product OR per head atom
+            if model.config.aggregation == "max":
+                new = (f.unsqueeze(-1) * h.unsqueeze(0)).amax(1)
+            else:
+                new = 1.0 - (1.0 - f.unsqueeze(-1) * h.unsqueeze(0)).prod(1)  # product OR per head atom
             offset, size = world.layout[p].offset, world.layout[p].size
             old = x[:, offset : offset + size]
-            merged = 1.0 - (1.0 - old) * (1.0 - new)
+            merged = model.steps_[p].update(old, new)  # the same amalgamation as the sparse runtime
             x = torch.cat([x[:, :offset], merged, x[:, offset + size :]], dim=1)
     return x

@@ -36,7 +36,10 @@ def test_sparse_equals_dense(tmp_path_factory, data):
     path.write_text(random_sketch(data.draw))
     program = compile_sketch(path)
     torch.manual_seed(data.draw(st.integers(0, 1000)))
-    config = ChainConfig(restarts=2, inner_init=Init("normal", std=1.0), outer_init=Init("normal", std=1.0))
+    amalgamation = data.draw(st.sampled_from(["replace", "or", "max"]))
+    config = ChainConfig(
+        restarts=2, inner_init=Init("normal", std=1.0), outer_init=Init("normal", std=1.0), amalgamation=amalgamation
+    )
     model = ForwardChainer(program, config).double()
     for world in model.worlds:
         world.valuation = world.valuation.double()

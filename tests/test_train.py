@@ -1,0 +1,110 @@
+"""Learning end to end: tasks solved and verified by clingo from a fixed seed, determinism, resume."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from nlndl import api
+from nlndl.cli import app
+from nlndl.compiler.crisp import evaluate
+from nlndl.compiler.symbols import SymbolTable
+from nlndl.engines import clingo_model
+from nlndl.learn import LearnConfig, learn
+from nlndl.runtime.chain import ChainConfig
+from nlndl.runtime.train import TrainConfig
+from nlndl.verify import world_facts
+
+ROOT = Path(__file__).resolve().parents[1]
+ILP = ROOT / "examples" / "ilp"
+runner = CliRunner()
+
+
+@pytest.mark.parametrize("task", ["less_than", "predecessor", "connectedness", "grandparent", "even"])
+def test_task_is_learned_and_verified_by_clingo(task, tmp_path):
+    result = runner.invoke(app, ["train", str(ILP / task / "sketch.dl"), "-D", str(tmp_path), "--seed", "0", "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    assert summary["solved"] and summary["accuracy"]["solved"] and summary["rules"]
+    assert summary["seconds"] < 60
+    # the exported clingo program, run by clingo on the exported facts, entails every positive example
+    # and no negative one: exactly what `nlndl check` reports
+    (dl,) = tmp_path.glob("*.dl")
+    check = runner.invoke(app, ["check", str(dl), str(ILP / task / "sketch.dl")])
+    assert check.exit_code == 0, check.output
+    assert "missing" not in check.output and "wrong" not in check.output
+
+
+def test_export_round_trip_clingo_equals_crisp(tmp_path):
+    program = api.compile(ILP / "less_than" / "sketch.dl")
+    result = api.train(program, seed=0)
+    assert result.solved
+    api.export(result, program, tmp_path, "lt")
+    text = (tmp_path / "lt.lp").read_text() + (tmp_path / "lt.main.facts.lp").read_text()
+    theirs = {a for a in clingo_model(text) if a[0] == "lt"}
+    symbols = SymbolTable.from_json(program.symbols)
+    model = evaluate(world_facts(program, program.worlds[0]), result.rules)
+    ours = {("lt", tuple(symbols.value(c) for c in args)) for args in model["lt"]}
+    assert ours == theirs and len(ours) == 45
+
+
+def test_same_seed_same_result():
+    program = api.compile(ILP / "connectedness" / "sketch.dl")
+    first = api.train(program, seed=3)
+    second = api.train(program, seed=3)
+    assert first.rule_texts() == second.rule_texts() and first.iterations == second.iterations
+
+
+def test_checkpoint_resumes_to_the_same_result(tmp_path):
+    program = api.compile(ILP / "grandparent" / "sketch.dl")
+
+    def config(iters):
+        return LearnConfig(train=TrainConfig(seed=1, max_iters=iters, check_every=1000), chain=ChainConfig(restarts=4))
+
+    straight = learn(program, config(60))
+    learn(program, config(25), checkpoint=tmp_path / "ck")
+    resumed = learn(program, config(60), resume=tmp_path / "ck")
+    assert resumed.iterations == straight.iterations == 60
+    assert resumed.rule_texts() == straight.rule_texts()
+    torch.testing.assert_close(torch.tensor(resumed.score.accuracy), torch.tensor(straight.score.accuracy))
+
+
+def test_unsolved_run_exits_1_with_best_rules(tmp_path):
+    result = runner.invoke(
+        app, ["train", str(ILP / "even" / "sketch.dl"), "-D", str(tmp_path), "--max-iters", "3", "--restarts", "1"]
+    )
+    assert result.exit_code == 1
+    assert "NOT solved" in result.output and "precision" in result.output
+    assert (tmp_path / "even.json").exists()
+
+
+def test_bad_flags_and_inputs(tmp_path):
+    sketch = str(ILP / "connectedness" / "sketch.dl")
+    assert runner.invoke(app, ["train", sketch, "--restarts", "0"]).exit_code == 2
+    assert runner.invoke(app, ["train", str(tmp_path / "missing.dl")]).exit_code == 2
+    assert runner.invoke(app, ["train", sketch, "--device", "tpu"]).exit_code == 2
+    bad = tmp_path / "bad.dl"
+    bad.write_text('.decl e(a: symbol)\ne("x"\n')
+    result = runner.invoke(app, ["train", str(bad)])
+    assert result.exit_code == 1 and "bad.dl:2:6: error: unexpected end of file" in result.output
+    mine = tmp_path / "out"
+    mine.mkdir()
+    (mine / "connected.dl").write_text("my own program\n")
+    result = runner.invoke(app, ["train", sketch, "-D", str(mine)])
+    assert result.exit_code == 1 and "refusing to overwrite" in result.output
+    assert (mine / "connected.dl").read_text() == "my own program\n"
+    result = runner.invoke(app, ["train", sketch, "-D", str(tmp_path / "o2"), "--resume"])
+    assert result.exit_code == 1 and "no checkpoint" in result.output
+
+
+def test_check_reports_mismatches(tmp_path):
+    rules = tmp_path / "r.dl"
+    rules.write_text("lt(A, B) :- succ(A, B).\n")
+    result = runner.invoke(app, ["check", str(rules), str(ILP / "less_than" / "sketch.dl")])
+    assert result.exit_code == 1
+    assert "9/45 positive examples entailed" in result.output and "missing: lt(0,2)" in result.output
+    rules.write_text("lt(A, B) :- nope(A, B).\n")
+    result = runner.invoke(app, ["check", str(rules), str(ILP / "less_than" / "sketch.dl")])
+    assert result.exit_code == 1 and "r.dl:1:13: error: relation nope is not in the sketch" in result.output
