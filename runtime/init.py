@@ -64,17 +64,19 @@ class Init:
 def initialise(weight: torch.Tensor, init: Init, c: float, generator: torch.Generator | None = None) -> None:
     """Fill ``weight`` (..., fan_in) in place according to ``init`` for membership scale ``c``."""
     fan_in = weight.shape[-1]
+    # sample on the CPU (with a CPU generator, for determinism across devices), then copy to the weight
+    values = torch.empty(weight.shape, dtype=weight.dtype)
     if init.kind == "normal":
-        weight.normal_(init.mean, init.std, generator=generator)
+        values.normal_(init.mean, init.std, generator=generator)
     elif init.kind == "constant":
-        weight.fill_(init.mean)
+        values.fill_(init.mean)
     elif init.kind == "negative":
         target = min(0.5, max(init.k, 1) / max(fan_in, 1))
-        weight.normal_(logit(target) / c, init.std / c, generator=generator)
+        values.normal_(logit(target) / c, init.std / c, generator=generator)
     else:  # sparse
-        weight.fill_(logit(init.off) / c)
+        values.fill_(logit(init.off) / c)
         k = min(init.k, fan_in)
         if k:
-            scores = torch.rand(weight.shape, generator=generator, device="cpu").to(weight.device)
-            chosen = scores.topk(k, dim=-1).indices
-            weight.scatter_(-1, chosen, logit(init.on) / c)
+            chosen = torch.rand(weight.shape, generator=generator).topk(k, dim=-1).indices
+            values.scatter_(-1, chosen, logit(init.on) / c)
+    weight.copy_(values)

@@ -107,7 +107,8 @@ class Trainer:
         losses[finite].sum().backward()
         self.optimizer.step()
         self.state.iteration += 1
-        return losses.detach()
+        self.max_error = self.max_error.detach().cpu()
+        return losses.detach().cpu()
 
     def fit(self, check: CheckFn, progress: ProgressFn | None = None) -> int | None:
         """Train until ``check`` names a winning restart or a limit is reached; returns the winner."""
@@ -129,7 +130,7 @@ class Trainer:
                 if winner is not None:
                     return winner
                 # every example on the right side of 0.5: push memberships toward 0/1
-                fitted = torch.isfinite(losses) & (self.max_error.cpu() < 0.5)
+                fitted = torch.isfinite(losses) & (self.max_error < 0.5)
                 if fitted.any():
                     self.binarize(torch.nonzero(fitted).flatten())
                 self.replace_stalled(losses, fitted)
