@@ -112,6 +112,14 @@ def _solve(body: tuple[BodyAtom, ...], sources: list[set[tuple[int, ...]]], db: 
     yield from walk(0, {})
 
 
+def _fire(rule: Rule, sources: list[set[tuple[int, ...]]], db: Database, into: Database) -> None:
+    """Add to ``into`` every head fact of ``rule`` (body atoms read ``sources``) that ``db`` lacks."""
+    for binding in _solve(rule.body, sources, db):
+        fact = _ground(rule.head_args, binding)
+        if fact not in db[rule.head]:
+            into[rule.head].add(fact)
+
+
 def evaluate(facts: Database, rules: Iterable[Rule]) -> Database:
     """The least model of ``facts`` and stratified ``rules`` (a new dict; inputs untouched)."""
     db: Database = {name: set(rel) for name, rel in facts.items()}
@@ -121,11 +129,7 @@ def evaluate(facts: Database, rules: Iterable[Rule]) -> Database:
             db.setdefault(head, set())
         delta: Database = {h: set() for h in heads}
         for rule in stratum:  # first round: every rule on the full relations
-            sources = [db.get(a.predicate, set()) for a in rule.body]
-            for binding in _solve(rule.body, sources, db):
-                fact = _ground(rule.head_args, binding)
-                if fact not in db[rule.head]:
-                    delta[rule.head].add(fact)
+            _fire(rule, [db.get(a.predicate, set()) for a in rule.body], db, delta)
         for head in heads:
             db[head] |= delta[head]
         while any(delta.values()):
@@ -136,10 +140,7 @@ def evaluate(facts: Database, rules: Iterable[Rule]) -> Database:
                     sources = [
                         delta[a.predicate] if j == i else db.get(a.predicate, set()) for j, a in enumerate(rule.body)
                     ]
-                    for binding in _solve(rule.body, sources, db):
-                        fact = _ground(rule.head_args, binding)
-                        if fact not in db[rule.head]:
-                            new[rule.head].add(fact)
+                    _fire(rule, sources, db, new)
             for head in heads:
                 db[head] |= new[head]
             delta = new

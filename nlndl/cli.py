@@ -63,6 +63,18 @@ def _check_outputs(*paths: Path | None) -> None:
                 _fail(str(exc))
 
 
+def _save_and_summarise(summary: dict, output: Path | None, save, json_summary: bool) -> dict:
+    """Save a compiled artefact to ``output`` (replacing only an earlier one) and print JSON if asked."""
+    from nlndl.output import replace_directory
+
+    if output is not None:
+        replace_directory(output, save)
+        summary["output"] = str(output)
+    if json_summary:
+        typer.echo(json.dumps(summary))
+    return summary
+
+
 class Show(StrEnum):
     depgraph = "depgraph"
     strata = "strata"
@@ -85,7 +97,7 @@ def compile_command(
 ) -> None:
     """Check a program sketch and compile it to index arrays."""
     from nlndl.compiler import CompileError, compile_sketch
-    from nlndl.output import parse_size, replace_directory
+    from nlndl.output import parse_size
     from nlndl.show import show_depgraph, show_ir, show_strata
 
     try:
@@ -102,13 +114,8 @@ def compile_command(
         program = compile_sketch(sketch, fact_dir, memory_limit=limit, steps=steps)
     except CompileError as exc:
         _fail(exc.diagnostics.render())
-    summary = program.summary()
-    if output is not None:
-        replace_directory(output, program.save)
-        summary["output"] = str(output)
-    if json_summary:
-        typer.echo(json.dumps(summary))
-    else:
+    summary = _save_and_summarise(program.summary(), output, program.save, json_summary)
+    if not json_summary:
         learned = ", ".join(summary["learned"]) or "none"
         lines = [
             f"{sketch}: {summary['predicates']} predicates ({learned} learned), {len(summary['strata'])} strata, "
@@ -314,7 +321,6 @@ def ldpc_compile(
 ) -> None:
     """Compile a parity-check matrix (read or generated) to Tanner-graph edge index arrays."""
     from nlndl.compiler.ldpc import MatrixError, TannerGraph, generate_regular, read_matrix
-    from nlndl.output import replace_directory
 
     if (matrix is None) == (generate is None):
         typer.echo("error: give exactly one of --matrix FILE or --generate N,DV,DC", err=True)
@@ -336,13 +342,8 @@ def ldpc_compile(
             graph = TannerGraph.from_matrix(read_matrix(matrix), source=str(matrix))
         except MatrixError as exc:
             _fail(str(exc))
-    summary = graph.summary()
-    if output is not None:
-        replace_directory(output, graph.save)
-        summary["output"] = str(output)
-    if json_summary:
-        typer.echo(json.dumps(summary))
-    else:
+    summary = _save_and_summarise(graph.summary(), output, graph.save, json_summary)
+    if not json_summary:
         typer.echo(
             f"Tanner graph: n={summary['n']} variables, m={summary['m']} checks, {summary['edges']} edges, "
             f"GF(2) rank {summary['rank']}, {summary['four_cycles']} four-cycles, variable degrees "
