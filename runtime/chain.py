@@ -254,14 +254,27 @@ class ForwardChainer(nn.Module):
         """Per-restart cross-entropy on every world's examples after T steps, shape (K,)."""
         return self.objective()[0]
 
-    def objective(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per-restart mean cross-entropy over all examples, and the largest per-example error |x - y|."""
-        total, count = 0.0, 0
-        worst = torch.zeros(self.restarts, device=self.worlds[0].valuation.device)
+    def objective(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Per restart: the class-balanced cross-entropy over all examples, the largest per-example error
+        |x - y|, and the number of examples on the wrong side of 0.5."""
+        device = self.worlds[0].valuation.device
+        sums = {True: torch.zeros(self.restarts, device=device), False: torch.zeros(self.restarts, device=device)}
+        counts = {True: 0, False: 0}
+        worst = torch.zeros(self.restarts, device=device)
+        wrong = torch.zeros(self.restarts, device=device)
         for world in self.worlds:
             values = self.run(world)[:, world.example_slots]
             labels = world.example_labels.unsqueeze(0).expand_as(values)
-            total = total + torch.nn.functional.binary_cross_entropy(values, labels, reduction="none").sum(-1)
-            worst = torch.maximum(worst, (values - labels).abs().max(-1).values.detach())
-            count += world.example_slots.numel()
-        return total / max(count, 1), worst
+            bce = torch.nn.functional.binary_cross_entropy(values, labels, reduction="none")
+            positive = world.example_labels > 0.5
+            for kind, mask in ((True, positive), (False, ~positive)):
+                sums[kind] = sums[kind] + bce[:, mask].sum(-1)
+                counts[kind] += int(mask.sum())
+            errors = (values - labels).abs().detach()
+            worst = torch.maximum(worst, errors.max(-1).values)
+            wrong = wrong + (errors > 0.5).sum(-1)
+        # positives and negatives weigh the same: a closed world has many more negatives than positives,
+        # and one missed positive must not vanish among them
+        present = [k for k in (True, False) if counts[k]]
+        loss = sum(sums[k] / counts[k] for k in present) / max(len(present), 1)
+        return loss, worst, wrong

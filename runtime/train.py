@@ -29,7 +29,7 @@ class TrainConfig:
     check_every: int = 20
     binarize_factor: float = 1.2  # applied at each check to restarts that classify every example right
     weight_limit: float = 20.0
-    patience: int = 60  # a restart whose loss has not improved by 1% for this many iterations starts anew
+    patience: int = 60  # a restart that has not improved (see replace_stalled) for this long starts anew
 
 
 @dataclass
@@ -55,7 +55,8 @@ class Trainer:
         self.generator = torch.Generator().manual_seed(config.seed)
         k = model.restarts
         self.restart_best = torch.full((k,), float("inf"))
-        self.restart_since = torch.zeros(k, dtype=torch.long)  # iteration of the last 1% improvement
+        self.restart_wrong = torch.full((k,), float("inf"))
+        self.restart_since = torch.zeros(k, dtype=torch.long)  # iteration of the last real improvement
 
     def learning_rate(self) -> float:
         return self.config.lr if self.state.iteration < self.config.lr_switch else self.config.lr_late
@@ -74,13 +75,17 @@ class Trainer:
                     state["exp_avg"][bad] = 0
                     state["exp_avg_sq"][bad] = 0
         self.restart_best[bad] = float("inf")
+        self.restart_wrong[bad] = float("inf")
         self.restart_since[bad] = self.state.iteration
 
     def replace_stalled(self, losses: torch.Tensor, fitted: torch.Tensor) -> None:
         """Start anew every restart stuck on a plateau that still misclassifies an example."""
         losses = torch.nan_to_num(losses.cpu(), nan=float("inf"))
-        improved = losses < self.restart_best * 0.99
-        self.restart_best = torch.minimum(self.restart_best, losses)
+        # progress: fewer misclassified examples, or a loss at least 5% below the best so far (a loss that
+        # only creeps down while the same examples stay wrong is a plateau)
+        improved = (self.wrong < self.restart_wrong) | (losses < self.restart_best * 0.95)
+        self.restart_best = torch.where(improved, torch.minimum(self.restart_best, losses), self.restart_best)
+        self.restart_wrong = torch.minimum(self.restart_wrong, self.wrong)
         self.restart_since[improved] = self.state.iteration
         stalled = (self.state.iteration - self.restart_since > self.config.patience) & ~fitted
         if stalled.any():
@@ -99,7 +104,8 @@ class Trainer:
         """One Adam step on every restart; returns the per-restart losses before the step."""
         for group in self.optimizer.param_groups:
             group["lr"] = self.learning_rate()
-        losses, self.max_error = self.model.objective()
+        losses, self.max_error, wrong = self.model.objective()
+        self.wrong = wrong.cpu()
         finite = torch.isfinite(losses)
         if not finite.all():
             self.reset_restarts(torch.nonzero(~finite).flatten())
@@ -151,6 +157,7 @@ class Trainer:
         tensors["generator"] = self.generator.get_state()
         tensors["restart_best"] = self.restart_best.clone()
         tensors["restart_since"] = self.restart_since.clone()
+        tensors["restart_wrong"] = self.restart_wrong.clone()
         save_file(tensors, str(path / "checkpoint.safetensors"))
         meta = {"state": asdict(self.state), "config": asdict(self.config)}
         (path / "checkpoint.json").write_text(json.dumps(meta, indent=1) + "\n")
@@ -173,4 +180,5 @@ class Trainer:
         self.generator.set_state(tensors["generator"])
         self.restart_best = tensors["restart_best"].clone()
         self.restart_since = tensors["restart_since"].clone()
+        self.restart_wrong = tensors["restart_wrong"].clone()
         self.state = TrainState(**meta["state"])
