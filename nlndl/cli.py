@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from nlndl import __version__
-from nlndl.output import OutputError, check_replaceable_program, check_writable, write_json
+from nlndl.output import OutputError, check_replaceable_program, check_writable, write_bytes_atomic, write_json
 from nlndl.progress import progress_bar
 
 app = typer.Typer(
@@ -149,12 +149,16 @@ def _check_results_dir(out: Path, stem: str) -> None:
     """Files nlndl writes may replace earlier nlndl output, never a file the user wrote."""
     if out.exists() and not out.is_dir():
         _fail(f"{out}: error: exists and is not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)  # creating directories overwrites nothing
+    except OSError as exc:
+        _fail(f"{out}: error: cannot create the output directory: {exc.strerror}")
     for suffix, mark in ((".dl", "// Learned by nlndl"), (".lp", "% Learned by nlndl"), (".json", '"nlndl":')):
         path = out / f"{stem}{suffix}"
         if path.exists() and mark not in path.read_text(errors="replace")[:200]:
             _fail(f"{path}: error: exists and was not written by nlndl; refusing to overwrite it")
     try:
-        check_writable(out / f"{stem}.dl" if out.is_dir() else out)
+        check_writable(out / f"{stem}.dl")
     except OutputError as exc:
         _fail(str(exc))
 
@@ -350,6 +354,41 @@ def ldpc_compile(
             f"{summary['var_degrees']}, check degrees {summary['check_degrees']}, {summary['bytes']:,} bytes"
             + (f"\n  saved to {output}" if output is not None else "")
         )
+
+
+@bench_app.command("ilp")
+def bench_ilp(
+    tasks: Annotated[
+        list[str] | None, typer.Option("--tasks", help="Task names or folders (repeatable); default: all.")
+    ] = None,
+    seeds: Annotated[int, typer.Option(min=1, help="Seeds per task.")] = 10,
+    json_path: Annotated[Path | None, typer.Option("--json", help="Write the results as JSON.")] = None,
+    markdown_path: Annotated[Path | None, typer.Option("--markdown", help="Write the results as a table.")] = None,
+    examples: Annotated[Path, typer.Option(help="The folder of bundled ILP sketches.")] = Path("examples/ilp"),
+    spec: Annotated[
+        Path | None, typer.Option(help="dilp_tasks.json, for dILP's and Metagol's published rates.")
+    ] = None,
+    max_iters: Annotated[int, typer.Option(min=1, help="Iteration limit per run.")] = 2000,
+    time_limit: Annotated[float | None, typer.Option(min=0.0, help="Seconds per run.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Every bundled ILP task from several seeds; a run counts only when clingo verifies its rules."""
+    from nlndl.bench import ilp
+
+    _check_outputs(json_path, markdown_path)
+    if not examples.is_dir():
+        _fail(f"{examples}: error: no such folder of ILP sketches (run from the repository or give --examples)")
+    chosen = ilp.select(ilp.find_tasks(examples), tasks)
+    if not chosen:
+        _fail(f"error: no task matches {', '.join(tasks or [])}")
+    with progress_bar(len(chosen) * seeds, quiet) as tell:
+        result = ilp.run(chosen, seeds, max_iters, time_limit, tell)
+    table = ilp.markdown(result, ilp.published_rates(spec))
+    typer.echo(table + f"\ntotal CPU time {result['cpu_seconds']:.1f} s")
+    if json_path is not None:
+        write_json(json_path, result)
+    if markdown_path is not None:
+        write_bytes_atomic(markdown_path, table.encode())
 
 
 @bench_app.command("runtime")

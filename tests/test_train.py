@@ -108,3 +108,17 @@ def test_check_reports_mismatches(tmp_path):
     rules.write_text("lt(A, B) :- nope(A, B).\n")
     result = runner.invoke(app, ["check", str(rules), str(ILP / "less_than" / "sketch.dl")])
     assert result.exit_code == 1 and "r.dl:1:13: error: relation nope is not in the sketch" in result.output
+
+
+def test_bench_ilp_reports_verified_runs(tmp_path):
+    out, table = tmp_path / "ilp.json", tmp_path / "ilp.md"
+    result = runner.invoke(app, ["bench", "ilp", "--tasks", "predecessor", "--tasks", "Graph/Undirected Edge",
+                                 "--seeds", "1", "--examples", str(ILP), "--json", str(out),
+                                 "--markdown", str(table), "--quiet"])
+    assert result.exit_code == 0, result.output
+    rows = {r["name"]: r for r in json.loads(out.read_text())["tasks"]}
+    assert set(rows) == {"Arithmetic/Predecessor", "Graph/Undirected Edge"}
+    for row in rows.values():
+        assert {"name", "seeds", "solved", "median_seconds", "max_seconds", "rules"} <= row.keys()
+        assert row["solved"] == 1 and row["rules"]
+    assert "| Arithmetic/Predecessor |" in table.read_text()

@@ -1,0 +1,138 @@
+"""The ILP benchmark: every bundled task from several seeds, each result verified by clingo.
+
+Tasks are the sketches under ``examples/ilp/dilp/`` (the dILP tasks, named as in dilp_tasks.json) and
+the arithmetic examples under ``examples/ilp/``. One sketch and one setting per task, for all seeds.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nlndl import api
+
+DILP_NAMES = {
+    "predecessor": "Arithmetic/Predecessor",
+    "even": "Arithmetic/Even",
+    "even_odd": "Arithmetic/Even-Odd",
+    "less_than": "Arithmetic/Less than",
+    "fizz": "Arithmetic/Fizz",
+    "buzz": "Arithmetic/Buzz",
+    "member": "List/Member",
+    "length": "List/Length",
+    "son": "Family Tree/Son",
+    "grandparent": "Family Tree/GrandParent",
+    "husband": "Family Tree/Husband",
+    "uncle": "Family Tree/Uncle",
+    "relatedness": "Family Tree/Relatedness",
+    "father": "Family Tree/Father",
+    "undirected_edge": "Graph/Undirected Edge",
+    "adjacent_to_red": "Graph/Adjacent to Red",
+    "two_children": "Graph/Two Children",
+    "graph_colouring": "Graph/Graph Colouring",
+    "connectedness": "Graph/Connectedness",
+    "cyclic": "Graph/Cyclic",
+}
+EXTRA = {"Addition": "addition"}
+
+
+@dataclass
+class Task:
+    name: str
+    sketch: Path
+
+
+def find_tasks(root: Path) -> list[Task]:
+    tasks = [
+        Task(DILP_NAMES[p.parent.name], p)
+        for p in sorted((root / "dilp").glob("*/sketch.dl"))
+        if p.parent.name in DILP_NAMES
+    ]
+    order = list(DILP_NAMES.values())
+    tasks.sort(key=lambda t: order.index(t.name))
+    tasks += [
+        Task(name, root / folder / "sketch.dl")
+        for name, folder in EXTRA.items()
+        if (root / folder / "sketch.dl").exists()
+    ]
+    return tasks
+
+
+def select(tasks: list[Task], wanted: list[str] | None) -> list[Task]:
+    if not wanted:
+        return tasks
+    keys = {w.lower() for w in wanted}
+    return [
+        t
+        for t in tasks
+        if t.name.lower() in keys or t.sketch.parent.name in keys or t.name.split("/")[-1].lower() in keys
+    ]
+
+
+def run(
+    tasks: list[Task],
+    seeds: int,
+    max_iters: int,
+    time_limit: float | None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    rows = []
+    started = time.process_time()
+    for task in tasks:
+        program = api.compile(task.sketch)
+        results = []
+        for seed in range(seeds):
+            if progress:
+                progress(f"{task.name} seed {seed}")
+            results.append(api.train(program, seed=seed, max_iters=max_iters, time_limit=time_limit))
+        seconds = [r.seconds for r in results]
+        rows.append(
+            {
+                "name": task.name,
+                "sketch": str(task.sketch),
+                "seeds": seeds,
+                "solved": sum(r.solved for r in results),
+                "median_seconds": statistics.median(seconds),
+                "max_seconds": max(seconds),
+                "median_iterations": statistics.median(r.iterations for r in results),
+                "rules": results[0].rule_texts(),
+                "first_seed_solved": results[0].solved,
+                "failures": [{"seed": i, "accuracy": r.score.to_json()} for i, r in enumerate(results) if not r.solved],
+            }
+        )
+    return {"tasks": rows, "cpu_seconds": time.process_time() - started}
+
+
+def markdown(result: dict[str, Any], published: dict[str, tuple[str, str]]) -> str:
+    lines = [
+        "| task | dILP | Metagol | nlndl solved | median s | max s | rules (first seed) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in result["tasks"]:
+        dilp, metagol = published.get(row["name"], ("-", "-"))
+        rules = " ".join(f"`{r}`" for r in row["rules"]) or "(none)"
+        lines.append(
+            f"| {row['name']} | {dilp} | {metagol} | {row['solved']}/{row['seeds']} | "
+            f"{row['median_seconds']:.2f} | {row['max_seconds']:.2f} | {rules} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def published_rates(spec: Path | None) -> dict[str, tuple[str, str]]:
+    """dILP and Metagol success rates (as quoted in the NLN paper) from dilp_tasks.json, when given."""
+    if spec is None or not spec.exists():
+        return {}
+    import json
+
+    out = {}
+    for task in json.loads(spec.read_text()):
+        rates = task.get("success_rates", {})
+        out[task["name"]] = (
+            str(rates.get("dilp_as_quoted_in_NLN_table", "-")),
+            str(rates.get("metagol_as_quoted_in_NLN_table", "-")),
+        )
+    return out
