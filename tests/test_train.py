@@ -112,9 +112,26 @@ def test_check_reports_mismatches(tmp_path):
 
 def test_bench_ilp_reports_verified_runs(tmp_path):
     out, table = tmp_path / "ilp.json", tmp_path / "ilp.md"
-    result = runner.invoke(app, ["bench", "ilp", "--tasks", "predecessor", "--tasks", "Graph/Undirected Edge",
-                                 "--seeds", "1", "--examples", str(ILP), "--json", str(out),
-                                 "--markdown", str(table), "--quiet"])
+    result = runner.invoke(
+        app,
+        [
+            "bench",
+            "ilp",
+            "--tasks",
+            "predecessor",
+            "--tasks",
+            "Graph/Undirected Edge",
+            "--seeds",
+            "1",
+            "--examples",
+            str(ILP),
+            "--json",
+            str(out),
+            "--markdown",
+            str(table),
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
     rows = {r["name"]: r for r in json.loads(out.read_text())["tasks"]}
     assert set(rows) == {"Arithmetic/Predecessor", "Graph/Undirected Edge"}
