@@ -88,9 +88,10 @@ class Learner:
                 self.best = (score.accuracy, rules, score)
             if not score.solved:
                 continue
+            # simplify keeps only changes after which the crisp evaluator still solves every example
             simple = simplify(rules, lambda trial: crisp_score(self.program, trial).solved)
             verified = clingo_score(self.program, simple)
-            if verified.solved and crisp_score(self.program, simple).solved:
+            if verified.solved:
                 self.best = (1.0, simple, verified)
                 return restart
         return None
@@ -129,7 +130,7 @@ def learn(
         rules=rules,
         score=score,
         iterations=trainer.state.iteration,
-        seconds=time.perf_counter() - started + (trainer.state.seconds if resume else 0.0) * 0,
+        seconds=time.perf_counter() - started,
         restarts=config.chain.restarts,
         restart=winner,
         resets=trainer.state.resets,
