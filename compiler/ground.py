@@ -13,6 +13,7 @@ one positive extensional body atom (see docs/language.md).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +39,11 @@ class GroundWorld:
     db: Database
     examples: list[tuple[str, tuple[int, ...], bool, Span]]
     domains: dict[str, list[int]]
+
+    @cached_property
+    def positions(self) -> dict[str, dict[int, int]]:
+        """Per type: constant id -> its position in the type's domain (its index along a valuation axis)."""
+        return {t: {c: i for i, c in enumerate(d)} for t, d in self.domains.items()}
 
 
 def _args(atom: ast.Atom, symbols: SymbolTable) -> tuple[tuple[str, int | str], ...]:
@@ -126,11 +132,8 @@ def function_maps(checked: Checked, world: GroundWorld, diags: Diagnostics) -> d
     maps = {}
     for name, span in checked.sketch.functions:
         arg_type, out_type = (a.type for a in checked.relations[name].attributes)
-        position = {c: i for i, c in enumerate(world.domains[out_type])}
+        position, seen = world.positions[out_type], world.positions[arg_type]
         table = np.full(len(world.domains[arg_type]), -1, dtype=np.int64)
-        seen: dict[int, int] = {}
-        for i, c in enumerate(world.domains[arg_type]):
-            seen[c] = i
         for x, y in sorted(world.db.get(name, ())):
             if table[seen[x]] >= 0 and table[seen[x]] != position[y]:
                 diags.error(span, f".function {name}: {name} has two values for one argument in world {world.name}")
@@ -153,7 +156,7 @@ def layout_world(world: GroundWorld, checked: Checked, relations: list[str]) -> 
 def valuation(world: GroundWorld, layout: dict[str, RelationLayout], atoms: int, learned: set[str]) -> np.ndarray:
     """Initial valuations: true extensional atoms are 1; learned predicates start at 0."""
     values = np.zeros(atoms, dtype=np.float32)
-    position = {t: {c: i for i, c in enumerate(d)} for t, d in world.domains.items()}
+    position = world.positions
     for name, entry in layout.items():
         if name in learned or not world.db.get(name):
             continue
@@ -235,7 +238,7 @@ def examples(
     world: GroundWorld, layout: dict[str, RelationLayout], closed: set[str], diags: Diagnostics
 ) -> dict[str, np.ndarray]:
     """Example slots and 0/1 labels; closed-world predicates add every other atom as negative."""
-    position = {t: {c: i for i, c in enumerate(d)} for t, d in world.domains.items()}
+    position = world.positions
     labels: dict[int, tuple[bool, Span]] = {}
     for name, args, positive, span in world.examples:
         entry = layout[name]

@@ -71,7 +71,7 @@ class Learner:
     def __init__(self, program: CompiledProgram, config: LearnConfig) -> None:
         self.program, self.config = program, config
         self.best: tuple[float, list[Rule], Score] | None = None
-        self.tried: dict[tuple, bool] = {}
+        self.tried: set[tuple[str, ...]] = set()  # rule sets already scored
 
     def candidate(self, model: ForwardChainer, restart: int) -> tuple[list[Rule], Score]:
         rules = extract(self.program, memberships(model, restart), self.config.threshold)
@@ -83,7 +83,7 @@ class Learner:
             key = tuple(render(r) for r in rules)
             if key in self.tried:
                 continue
-            self.tried[key] = score.solved
+            self.tried.add(key)
             if self.best is None or score.accuracy > self.best[0]:
                 self.best = (score.accuracy, rules, score)
             if not score.solved:
