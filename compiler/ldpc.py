@@ -252,3 +252,27 @@ def _extrinsic(side: str, node: np.ndarray, edge_ids: np.ndarray) -> dict[str, n
         f"{side}_extrinsic": flat,
         f"{side}_extrinsic_ptr": np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
     }
+
+
+def null_space(h: np.ndarray) -> np.ndarray:
+    """A basis (k, n) of the code {x : H x = 0 over GF(2)}: the rows generate every codeword."""
+    a = (np.asarray(h) % 2).astype(np.uint8).copy()
+    m, n = a.shape
+    pivots: list[int] = []
+    row = 0
+    for col in range(n):
+        hits = np.flatnonzero(a[row:, col]) + row if row < m else np.array([], dtype=int)
+        if hits.size == 0:
+            continue
+        a[[row, hits[0]]] = a[[hits[0], row]]
+        others = np.flatnonzero(a[:, col])
+        others = others[others != row]
+        a[others] ^= a[row]
+        pivots.append(col)
+        row += 1
+    free = [c for c in range(n) if c not in set(pivots)]
+    basis = np.zeros((len(free), n), dtype=np.uint8)
+    for i, f in enumerate(free):  # free bit f set, pivot bits fixed by their rows
+        basis[i, f] = 1
+        basis[i, pivots] = a[: len(pivots), f]
+    return basis

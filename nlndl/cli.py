@@ -17,7 +17,7 @@ from rich.table import Table
 
 from nlndl import __version__
 from nlndl.output import OutputError, check_replaceable_program, check_writable, write_bytes_atomic, write_json
-from nlndl.progress import progress_bar
+from nlndl.progress import progress_bar, status_line
 
 app = typer.Typer(
     name="nlndl",
@@ -27,7 +27,9 @@ app = typer.Typer(
 )
 bench_app = typer.Typer(no_args_is_help=True, help="Run the paper's experiments and the performance benchmarks.")
 app.add_typer(bench_app, name="bench")
-ldpc_app = typer.Typer(no_args_is_help=True, help="LDPC codes: Tanner graphs for message-passing decoders.")
+ldpc_app = typer.Typer(
+    no_args_is_help=True, help="LDPC codes over the erasure channel: Tanner graphs, learned and classical decoders."
+)
 app.add_typer(ldpc_app, name="ldpc")
 
 stdout = Console(width=None if sys.stdout.isatty() else 140)  # tables stay readable in logs and pipes
@@ -310,6 +312,132 @@ def check_command(
     raise typer.Exit(0 if score.solved else 1)
 
 
+def _tanner_graph(matrix: Path | None, generate: str | None, seed: int):
+    """The code named by --matrix FILE or --generate N,DV,DC (exit 2 on a bad spec, 1 on a bad file)."""
+    from nlndl.compiler.ldpc import MatrixError, TannerGraph, generate_regular, read_matrix
+
+    if matrix is not None:
+        try:
+            return TannerGraph.from_matrix(read_matrix(matrix), source=str(matrix))
+        except MatrixError as exc:
+            _fail(str(exc))
+    try:
+        n, dv, dc = (int(x) for x in (generate or "").split(","))
+        return TannerGraph.from_matrix(generate_regular(n, dv, dc, seed), source="generated", seed=seed)
+    except ValueError as exc:
+        typer.echo(f"error: --generate {generate}: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+def _numbers(text: str, option: str, kind: type = float) -> list:
+    try:
+        values = [kind(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        values = []
+    if not values:
+        typer.echo(f"error: {option} wants comma-separated numbers, got {text!r}", err=True)
+        raise typer.Exit(2)
+    return values
+
+
+MatrixOption = Annotated[
+    Path | None,
+    typer.Option(exists=True, dir_okay=False, help="Parity-check matrix: *.alist, or 0/1 text (a row per line)."),
+]
+
+
+class DecoderKind(StrEnum):
+    nln = "nln"
+    mlp = "mlp"
+
+
+@ldpc_app.command("train")
+def ldpc_train(
+    output: Annotated[Path, typer.Option("-o", "--output", help="Directory for the trained decoder.")],
+    decoder: Annotated[DecoderKind, typer.Option(help="Node functions: NLN layers or MLPs.")] = DecoderKind.nln,
+    matrix: MatrixOption = None,
+    generate: Annotated[str, typer.Option(help="Code to train on when no --matrix: N,DV,DC.")] = "48,3,6",
+    code_seed: Annotated[int, typer.Option(help="Seed of --generate.")] = 0,
+    steps: Annotated[int, typer.Option(min=1, help="Training steps (Adam).")] = 1500,
+    batch: Annotated[int, typer.Option(min=1, help="Codewords per step.")] = 64,
+    iterations: Annotated[int, typer.Option(min=1, help="Message-passing iterations while training.")] = 3,
+    seed: Annotated[int, typer.Option(help="Seed of the weights and the training codewords.")] = 0,
+    json_summary: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON object.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress line.")] = False,
+) -> None:
+    """Train a recurrent erasure decoder on random codewords; save weights (safetensors) and settings (JSON)."""
+    from dataclasses import replace
+
+    from nlndl import ldpc
+
+    if output.exists() and (not output.is_dir() or (any(output.iterdir()) and not (output / "decoder.json").is_file())):
+        _fail(f"{output}: error: exists and is not a decoder directory; not overwriting it")
+    graph = _tanner_graph(matrix if matrix is not None else None, None if matrix is not None else generate, code_seed)
+    cfg = replace(ldpc.TrainConfig(), kind=decoder.value, steps=steps, batch=batch, iterations=iterations, seed=seed)
+    with status_line(quiet) as tell:
+        trained, history = ldpc.train_decoder(graph, cfg, tell)
+    output.mkdir(parents=True, exist_ok=True)
+    ldpc.save_decoder(output, trained, cfg, history)
+    summary = {k: v for k, v in history.items() if k != "curve"}
+    summary["output"] = str(output)
+    if trained.shape.kind == "nln":
+        summary["formulas"] = ldpc.formulas(trained)
+    if json_summary:
+        typer.echo(json.dumps(summary))
+        return
+    stdout.print(
+        f"trained {decoder.value} decoder ({summary['parameters']} parameters) in {summary['seconds']:.1f} s; "
+        f"best validation BER {summary['validation_ber']:.4f} at eps {summary['validation_eps']}, t = {iterations} "
+        f"(step {summary['best_step']})"
+    )
+    for part, outputs in summary.get("formulas", {}).items():
+        for name, text in outputs.items():
+            stdout.print(f"  {part}.{name} = {text}", markup=False)
+    stdout.print(f"wrote {output}")
+
+
+@ldpc_app.command("eval")
+def ldpc_eval(
+    decoder_dir: Annotated[Path, typer.Argument(help="A directory written by `nlndl ldpc train`.")],
+    matrix: MatrixOption = None,
+    generate: Annotated[str, typer.Option(help="Code to decode when no --matrix: N,DV,DC.")] = "48,3,6",
+    code_seed: Annotated[int, typer.Option(help="Seed of --generate.")] = 0,
+    eps: Annotated[str, typer.Option(help="Erasure probabilities, comma-separated.")] = "0.3,0.4",
+    iterations: Annotated[str, typer.Option(help="Iteration counts t, comma-separated.")] = "1,2,3,5,10,20,50",
+    codewords: Annotated[int, typer.Option(min=1, help="Random codewords per erasure probability.")] = 2000,
+    seed: Annotated[int, typer.Option(help="Seed of the test codewords and erasures.")] = 0,
+    json_summary: Annotated[bool, typer.Option("--json", help="Print the rows as one JSON object.")] = False,
+) -> None:
+    """BER and WER of a trained decoder, BP and ML on the same random codewords."""
+    from nlndl import ldpc
+
+    eps_list = _numbers(eps, "--eps")
+    ts = _numbers(iterations, "--iterations", int)
+    if any(not 0 <= e <= 1 for e in eps_list) or any(t < 1 for t in ts):
+        typer.echo("error: --eps values lie in [0, 1] and --iterations are positive", err=True)
+        raise typer.Exit(2)
+    try:
+        trained, meta = ldpc.load_decoder(decoder_dir)
+    except ValueError as exc:
+        _fail(f"error: {exc}")
+    graph = _tanner_graph(matrix if matrix is not None else None, None if matrix is not None else generate, code_seed)
+    try:
+        rows = ldpc.compare(graph, {trained.shape.kind: trained}, eps_list, ts, codewords, seed)
+    except ValueError as exc:
+        _fail(f"error: {exc}")
+    if json_summary:
+        typer.echo(json.dumps({"code": graph.summary(), "codewords": codewords, "results": rows}))
+        return
+    table = Table(title=f"BER / WER, n = {graph.meta['n']}, {codewords} random codewords per eps")
+    for column in ("eps", "decoder", "t", "BER", "WER"):
+        table.add_column(column)
+    for r in rows:
+        table.add_row(
+            str(r["eps"]), r["decoder"], "-" if r["t"] is None else str(r["t"]), f"{r['ber']:.4f}", f"{r['wer']:.4f}"
+        )
+    stdout.print(table)
+
+
 @ldpc_app.command("compile")
 def ldpc_compile(
     matrix: Annotated[
@@ -324,8 +452,6 @@ def ldpc_compile(
     json_summary: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON object.")] = False,
 ) -> None:
     """Compile a parity-check matrix (read or generated) to Tanner-graph edge index arrays."""
-    from nlndl.compiler.ldpc import MatrixError, TannerGraph, generate_regular, read_matrix
-
     if (matrix is None) == (generate is None):
         typer.echo("error: give exactly one of --matrix FILE or --generate N,DV,DC", err=True)
         raise typer.Exit(2)
@@ -334,18 +460,7 @@ def ldpc_compile(
             check_replaceable_program(output)
         except OutputError as exc:
             _fail(str(exc))
-    if generate is not None:
-        try:
-            n, dv, dc = (int(x) for x in generate.split(","))
-            graph = TannerGraph.from_matrix(generate_regular(n, dv, dc, seed), source="generated", seed=seed)
-        except ValueError as exc:
-            typer.echo(f"error: --generate {generate}: {exc}", err=True)
-            raise typer.Exit(2) from None
-    else:
-        try:
-            graph = TannerGraph.from_matrix(read_matrix(matrix), source=str(matrix))
-        except MatrixError as exc:
-            _fail(str(exc))
+    graph = _tanner_graph(matrix, generate, seed)
     summary = _save_and_summarise(graph.summary(), output, graph.save, json_summary)
     if not json_summary:
         typer.echo(
@@ -499,6 +614,55 @@ def bench_boolean(
         from nlndl.bench.plot import plot_boolean
 
         plot_boolean(results, plot_path)
+        stdout.print(f"wrote {plot_path}")
+
+
+@bench_app.command("ldpc")
+def bench_ldpc(
+    quick: Annotated[bool, typer.Option("--quick", help="Reduced run (under 5 minutes on 2 CPU cores).")] = False,
+    json_path: Annotated[Path | None, typer.Option("--json", help="Write all results as JSON.")] = None,
+    plot_path: Annotated[Path | None, typer.Option("--plot", help="Write BER vs iterations as PNG.")] = None,
+    markdown_path: Annotated[Path | None, typer.Option("--markdown", help="Write the BER table as markdown.")] = None,
+    steps: Annotated[int | None, typer.Option(min=1, help="Training steps per learned decoder.")] = None,
+    codewords: Annotated[int | None, typer.Option(min=1, help="Test codewords per erasure probability.")] = None,
+    device: Annotated[str, typer.Option(help="Device of the throughput measurement: cpu or cuda.")] = "cpu",
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress line.")] = False,
+) -> None:
+    """LDPC-NLN vs LDPC-MLP vs BP vs ML over the erasure channel (paper section 4)."""
+    from dataclasses import replace
+
+    from nlndl.bench import ldpc as bench
+
+    _check_outputs(json_path, plot_path, markdown_path)
+    if device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            typer.echo("error: --device cuda: torch sees no CUDA device", err=True)
+            raise typer.Exit(2)
+    cfg = bench.LdpcBenchConfig.quick() if quick else bench.LdpcBenchConfig()
+    cfg = replace(cfg, steps=steps or cfg.steps, codewords=codewords or cfg.codewords)
+    with status_line(quiet) as tell:
+        report = bench.run(cfg, device, tell)
+    stdout.print(bench.markdown(report), markup=False)
+    for part, outputs in report["formulas"].items():
+        for name, text in outputs.items():
+            stdout.print(f"NLN {part}.{name} = {text}", markup=False)
+    speed = report["throughput"]
+    stdout.print(
+        "codewords/s (batch {batch}, t = {iterations}, {device}): ".format(**speed)
+        + ", ".join(f"{k} {v:,.0f}" for k, v in speed["codewords_per_second"].items())
+    )
+    if json_path is not None:
+        write_json(json_path, report)
+        stdout.print(f"wrote {json_path}")
+    if markdown_path is not None:
+        write_bytes_atomic(markdown_path, bench.markdown(report).encode())
+        stdout.print(f"wrote {markdown_path}")
+    if plot_path is not None:
+        from nlndl.bench.plot import plot_ldpc
+
+        plot_ldpc(report, plot_path)
         stdout.print(f"wrote {plot_path}")
 
 

@@ -55,3 +55,13 @@ def training_bar(total: int, restarts: int, quiet: bool = False) -> Iterator[Cal
                 )
 
         yield progress
+
+
+@contextmanager
+def status_line(quiet: bool = False) -> Iterator[Callable[[str], None]]:
+    """Yield ``tell(label)`` showing the latest step of a long job on one live line (terminal only)."""
+    if quiet or not sys.stderr.isatty():
+        yield lambda _label: None
+        return
+    with stderr.status("starting") as status:
+        yield lambda label: status.update(label)

@@ -55,3 +55,27 @@ def plot_boolean(results: dict[str, Any], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def plot_ldpc(report: dict[str, Any], path: Path) -> None:
+    """BER vs iterations, one panel per erasure probability; ML as a dashed floor."""
+    eps_list = report["config"]["eps"]
+    fig, axes = plt.subplots(1, len(eps_list), figsize=(3.6 * len(eps_list), 3.4), squeeze=False)
+    colours = {"nln": "tab:blue", "mlp": "tab:red", "bp": "black"}
+    for ax, eps in zip(axes[0], eps_list, strict=True):
+        rows = [r for r in report["results"] if r["eps"] == eps]
+        for name in ("bp", "nln", "mlp"):
+            pts = sorted((r["t"], r["ber"]) for r in rows if r["decoder"] == name)
+            if pts:
+                t, ber = zip(*pts, strict=True)
+                ax.plot(t, ber, marker="o", ms=3, color=colours[name], label=name.upper())
+        ml = [r["ber"] for r in rows if r["decoder"] == "ml"]
+        if ml:
+            ax.axhline(ml[0], ls="--", color="grey", label="ML")
+        ax.axvline(3, ls=":", color="grey", lw=0.8)
+        ax.set(xscale="log", yscale="log", title=f"eps = {eps}", xlabel="iterations t")
+    axes[0][0].set_ylabel(f"BER (n = {report['code']['n']}, {report['codewords']} codewords)")
+    axes[0][0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,230 @@
+"""LDPC decoding over the erasure channel: train a message-passing decoder, evaluate it against BP and ML.
+
+The data path: parity-check matrix -> Tanner graph (compiler) -> padded gather indices -> recurrent
+decoder (runtime) trained on random codewords of the code's null space -> BER / WER per iteration count.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+
+from nlndl.compiler.ldpc import TannerGraph, generate_regular, null_space
+from nlndl.runtime.decoder import (
+    DecoderShape,
+    ErasureDecoder,
+    TannerIndex,
+    bit_probability,
+    channel_messages,
+    hard_decisions,
+)
+from nlndl.runtime.erasure import Decoded, erase, ml_decode, random_codewords
+
+FORMAT = "nlndl-ldpc-decoder/1"
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """How a learned decoder is trained: t = 3 iterations, random codewords, erasure rate per word uniform."""
+
+    kind: str = "nln"
+    steps: int = 1500
+    batch: int = 64
+    lr: float = 0.01
+    iterations: int = 3
+    eps_low: float = 0.05
+    eps_high: float = 0.45
+    every_iteration: bool = True  # loss on the estimates after each iteration, not only the last
+    terms: int = 0
+    hidden: int = 200
+    c: float = 1.0
+    seed: int = 0
+    validate_every: int = 100
+    validation_words: int = 2000
+    validation_eps: float = 0.35
+
+
+def regular_code(n: int = 48, dv: int = 3, dc: int = 6, seed: int = 0) -> TannerGraph:
+    """A generated (dv, dc)-regular code of length n, 4-cycles removed where possible."""
+    return TannerGraph.from_matrix(generate_regular(n, dv, dc, seed), source="generated", seed=seed)
+
+
+def degrees(graph: TannerGraph) -> tuple[int, int]:
+    """Largest variable and check degree of the code."""
+    return max(graph.meta["var_degrees"]), max(graph.meta["check_degrees"])
+
+
+def index_of(graph: TannerGraph, shape: DecoderShape) -> TannerIndex:
+    return TannerIndex.from_arrays(graph.arrays, int(graph.meta["n"]), shape.dv, shape.dc)
+
+
+def parameters(decoder: torch.nn.Module) -> int:
+    return sum(p.numel() for p in decoder.parameters())
+
+
+def _loss(decoder: ErasureDecoder, index: TannerIndex, words: np.ndarray, erased: np.ndarray, cfg: TrainConfig):
+    record = range(1, cfg.iterations + 1) if cfg.every_iteration else [cfg.iterations]
+    estimates = decoder(index, channel_messages(words, erased), cfg.iterations, record=record)
+    truth = torch.as_tensor(words, dtype=torch.float32)
+    losses = [
+        torch.nn.functional.binary_cross_entropy(bit_probability(e).clamp(1e-6, 1 - 1e-6), truth)
+        for e in estimates.values()
+    ]
+    return torch.stack(losses).mean()
+
+
+def train_decoder(
+    graph: TannerGraph, cfg: TrainConfig, progress: Progress | None = None
+) -> tuple[ErasureDecoder, dict[str, Any]]:
+    """Train an NLN or MLP decoder on ``graph``; keep the weights with the best validation BER at t = iterations."""
+    if cfg.kind not in ("nln", "mlp"):
+        raise ValueError(f"only nln and mlp decoders are trained, not {cfg.kind!r}")
+    dv, dc = degrees(graph)
+    torch.manual_seed(cfg.seed)
+    shape = DecoderShape(kind=cfg.kind, dv=dv, dc=dc, terms=cfg.terms, hidden=cfg.hidden, c=cfg.c)
+    decoder = ErasureDecoder(shape)
+    index = index_of(graph, shape)
+    basis = null_space(graph.h)
+    rng = np.random.default_rng(cfg.seed)
+    n = int(graph.meta["n"])
+    val_words = random_codewords(basis, cfg.validation_words, rng)
+    val_erased = erase(cfg.validation_words, n, cfg.validation_eps, rng)
+    optimiser = torch.optim.Adam(decoder.parameters(), lr=cfg.lr)
+    best = (float("inf"), {k: v.clone() for k, v in decoder.state_dict().items()}, 0)
+    curve: list[list[float]] = []
+    start = time.perf_counter()
+    for step in range(1, cfg.steps + 1):
+        words = random_codewords(basis, cfg.batch, rng)
+        erased = erase(cfg.batch, n, rng.uniform(cfg.eps_low, cfg.eps_high, size=cfg.batch), rng)
+        loss = _loss(decoder, index, words, erased, cfg)
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+        if step % cfg.validate_every == 0 or step == cfg.steps:
+            ber = evaluate_decoder(decoder, index, val_words, val_erased, [cfg.iterations])[cfg.iterations][0]
+            curve.append([step, loss.item(), ber])
+            if ber < best[0]:
+                best = (ber, {k: v.clone() for k, v in decoder.state_dict().items()}, step)
+            if progress:
+                progress(f"{cfg.kind} step {step}/{cfg.steps}: loss {loss.item():.4f}, validation BER {ber:.4f}")
+    decoder.load_state_dict(best[1])
+    history = {
+        "seconds": time.perf_counter() - start,
+        "best_step": best[2],
+        "validation_ber": best[0],
+        "validation_eps": cfg.validation_eps,
+        "parameters": parameters(decoder),
+        "curve": curve,
+    }
+    return decoder, history
+
+
+@torch.no_grad()
+def evaluate_decoder(
+    decoder: ErasureDecoder, index: TannerIndex, words: np.ndarray, erased: np.ndarray, ts: Iterable[int]
+) -> dict[int, tuple[float, float]]:
+    """{t: (BER, WER)} of a message-passing decoder after t iterations (one run to the largest t)."""
+    ts = sorted(set(ts))
+    estimates = decoder(index, channel_messages(words, erased), ts[-1], record=ts)
+    return {t: Decoded(*hard_decisions(e)).rates(words) for t, e in estimates.items()}
+
+
+def formulas(decoder: ErasureDecoder) -> dict[str, dict[str, str]]:
+    """The learned NLN functions as text formulas (memberships above 1/2 kept)."""
+    names = decoder.input_names()
+    return {
+        part: {key: str(f) for key, f in getattr(decoder, part).formulas(names[part]).items()}
+        for part in ("check", "variable")
+    }
+
+
+def save_decoder(out: Path, decoder: ErasureDecoder, cfg: TrainConfig, history: dict[str, Any]) -> None:
+    """Weights as safetensors, settings and training history as JSON (no pickles)."""
+    out.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.contiguous() for k, v in decoder.state_dict().items()}, str(out / "decoder.safetensors"))
+    meta = {"format": FORMAT, "shape": asdict(decoder.shape), "train": asdict(cfg), "history": history}
+    if decoder.shape.kind == "nln":
+        meta["formulas"] = formulas(decoder)
+    (out / "decoder.json").write_text(json.dumps(meta, indent=1) + "\n")
+
+
+def load_decoder(path: Path) -> tuple[ErasureDecoder, dict[str, Any]]:
+    """Read a decoder saved by :func:`save_decoder`; ValueError when ``path`` holds none."""
+    meta_path = path / "decoder.json"
+    if not meta_path.is_file():
+        raise ValueError(f"{path}: no decoder.json (train one with `nlndl ldpc train`)")
+    meta = json.loads(meta_path.read_text())
+    if meta.get("format") != FORMAT:
+        raise ValueError(f"{meta_path}: not an nlndl LDPC decoder")
+    known = {f.name for f in fields(DecoderShape)}
+    decoder = ErasureDecoder(DecoderShape(**{k: v for k, v in meta["shape"].items() if k in known}))
+    decoder.load_state_dict(load_file(str(path / "decoder.safetensors")))
+    return decoder, meta
+
+
+def compare(
+    graph: TannerGraph,
+    decoders: dict[str, ErasureDecoder],
+    eps_list: Sequence[float],
+    ts: Sequence[int],
+    codewords: int,
+    seed: int = 0,
+    ml: bool = True,
+    chunk: int = 5000,
+    progress: Progress | None = None,
+) -> list[dict[str, Any]]:
+    """BER and WER of every decoder (plus BP, and ML with t = None) on the same random codewords."""
+    dv, dc = degrees(graph)
+    decoders = {"bp": ErasureDecoder(DecoderShape(kind="bp", dv=dv, dc=dc)), **decoders}
+    basis = null_space(graph.h)
+    n = int(graph.meta["n"])
+    rows: list[dict[str, Any]] = []
+    for eps in eps_list:
+        rng = np.random.default_rng([seed, int(round(eps * 1e6))])
+        words = random_codewords(basis, codewords, rng)
+        erased = erase(codewords, n, eps, rng)
+        for name, decoder in decoders.items():
+            index = index_of(graph, decoder.shape)
+            totals = {t: np.zeros(2) for t in ts}
+            for s in range(0, codewords, chunk):
+                part = slice(s, s + chunk)
+                for t, (ber, wer) in evaluate_decoder(decoder, index, words[part], erased[part], ts).items():
+                    totals[t] += np.array([ber, wer]) * len(words[part])
+            rows += [
+                {"decoder": name, "eps": eps, "t": t, "ber": tot[0] / codewords, "wer": tot[1] / codewords}
+                for t, tot in totals.items()
+            ]
+        if ml:
+            ber, wer = ml_decode(graph.h, words, erased).rates(words)
+            rows.append({"decoder": "ml", "eps": eps, "t": None, "ber": ber, "wer": wer})
+        if progress:
+            progress(f"evaluated eps {eps} on {codewords} codewords")
+    return rows
+
+
+@torch.no_grad()
+def throughput(graph: TannerGraph, decoder: ErasureDecoder, batch: int, iterations: int, eps: float, device: str):
+    """Decoded codewords per second for one batch of ``batch`` words and ``iterations`` iterations."""
+    basis = null_space(graph.h)
+    rng = np.random.default_rng(0)
+    words = random_codewords(basis, batch, rng)
+    channel = channel_messages(words, erase(batch, int(graph.meta["n"]), eps, rng)).to(device)
+    decoder = decoder.to(device)
+    index = index_of(graph, decoder.shape).to(device)
+    decoder(index, channel[: min(batch, 64)], 1)  # warm-up
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    decoder(index, channel, iterations)
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+    return batch / (time.perf_counter() - start)

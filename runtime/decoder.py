@@ -1,0 +1,269 @@
+"""Recurrent message-passing erasure decoders on a Tanner graph (paper section 4).
+
+A message is two fuzzy flags, ('is 1', 'is 0'); an erased bit says neither. Each iteration runs a
+variable-node function B on every edge (the channel message and the extrinsic check-to-variable
+messages), then a check-node function F on every edge (the extrinsic variable-to-check messages).
+A bit's estimate is B on each of its edges, OR-ed per variable. F and B are shared by every edge and
+every iteration. With the exact Boolean rules (F: every input said, then the parity of the ones;
+B: OR of the ones, OR of the zeros) the decoder is belief propagation (peeling) on the erasure
+channel; with NLN layers or MLPs it is learned.
+
+Nodes of degree below the function's width read padding messages that change nothing in the exact
+rules: a known 0 at a check, silence at a variable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from nlndl.runtime.formula import Formula
+from nlndl.runtime.init import Init
+from nlndl.runtime.layers import Xor, xor_formula
+from nlndl.runtime.message_passing import MessagePassing
+from nlndl.runtime.mlp import MLP
+from nlndl.runtime.networks import NormalForm
+
+DECODERS = ("nln", "mlp", "bp")
+MEMBERSHIP_INIT = Init("normal")  # zero-mean normal: the paper's default for moderate fan-in
+XOR_INIT = Init("normal", std=0.1)  # near-symmetric, as the parity experiment needs
+
+
+@dataclass(frozen=True)
+class TannerIndex:
+    """Padded gather indices of a Tanner graph; index ``edges`` is the padding message."""
+
+    n: int
+    edges: int
+    edge_var: torch.Tensor  # (E,) variable of each edge
+    check_in: torch.Tensor  # (E, dc - 1) other edges at the edge's check
+    var_in: torch.Tensor  # (E, dv - 1) other edges at the edge's variable
+    var_edges: torch.Tensor  # (n, dv) all edges at each variable
+    readout_in: torch.Tensor  # (R, dv - 1) check-message sets whose B outputs are OR-ed into a bit estimate
+    readout_var: torch.Tensor  # (R,) the variable of each readout set
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray], n: int, dv: int, dc: int) -> TannerIndex:
+        """Build from :class:`nlndl.compiler.ldpc.TannerGraph` arrays for functions of degrees (dv, dc)."""
+        edges = int(arrays["edge_var"].size)
+        var_sorted = arrays["var_order"]  # edge ids grouped by variable
+        var_ptr = arrays["var_ptr"]
+        max_dv = int(np.diff(var_ptr).max(initial=0))
+        max_dc = int(np.diff(arrays["check_ptr"]).max(initial=0))
+        if max_dv > dv or max_dc > dc:
+            raise ValueError(
+                f"the code has variable degree up to {max_dv} and check degree up to {max_dc}; "
+                f"the decoder's functions take at most ({dv}, {dc})"
+            )
+        edge_var = torch.as_tensor(arrays["edge_var"], dtype=torch.long)
+        var_in = _padded(arrays["var_extrinsic"], arrays["var_extrinsic_ptr"], dv - 1, edges)
+        var_edges = _padded(var_sorted, var_ptr, dv, edges)
+        # a bit's estimate reads every extrinsic set of its edges and, where the variable has fewer than dv
+        # edges, also the set of all its edges (which fits in dv - 1 slots): so every check reaches it
+        low = torch.as_tensor(np.flatnonzero(np.diff(var_ptr) < dv), dtype=torch.long)
+        return cls(
+            n=n,
+            edges=edges,
+            edge_var=edge_var,
+            check_in=_padded(arrays["check_extrinsic"], arrays["check_extrinsic_ptr"], dc - 1, edges),
+            var_in=var_in,
+            var_edges=var_edges,
+            readout_in=torch.cat([var_in, var_edges[low, : dv - 1]]),
+            readout_var=torch.cat([edge_var, low]),
+        )
+
+    def to(self, device: torch.device | str) -> TannerIndex:
+        moved = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in self.__dict__.items()}
+        return TannerIndex(**moved)
+
+
+def _padded(flat: np.ndarray, ptr: np.ndarray, width: int, pad: int) -> torch.Tensor:
+    """CSR lists -> dense (rows, width) index, short rows filled with ``pad``."""
+    rows = ptr.size - 1
+    out = np.full((rows, max(width, 0)), pad, dtype=np.int64)
+    counts = np.diff(ptr)
+    row_of = np.repeat(np.arange(rows), counts)
+    col_of = np.arange(flat.size) - np.repeat(ptr[:-1], counts)
+    out[row_of, col_of] = flat
+    return torch.as_tensor(out)
+
+
+def message_names(prefix: str, count: int, channel: bool) -> list[str]:
+    """Input names of a node function: 'is 1' flags first, then 'is 0' (``one_ch, one_c1, .., zero_ch, ..``)."""
+    sources = (["ch"] if channel else []) + [f"{prefix}{i}" for i in range(1, count + 1)]
+    return [f"one_{s}" for s in sources] + [f"zero_{s}" for s in sources]
+
+
+class ExactCheck(nn.Module):
+    """BP's check rule on the BEC: said only when every input is said; then the parity of the ones."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        one, zero = x.chunk(2, dim=-1)
+        every = (one + zero).clamp(max=1.0).prod(-1)
+        odd = one.sum(-1).remainder(2.0)
+        return torch.stack([every * odd, every * (1.0 - odd)], dim=-1)
+
+
+class ExactVariable(nn.Module):
+    """BP's variable rule on the BEC: a bit is 1 (0) when any input says 1 (0)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        one, zero = x.chunk(2, dim=-1)
+        return torch.stack([one.amax(-1), zero.amax(-1)], dim=-1)
+
+
+class NLNCheck(nn.Module):
+    """Check function from NLN layers: one = CNF(x) AND XOR(ones), zero = CNF(x) AND NOT XOR(ones).
+
+    The CNF network (a disjunction layer of ``terms`` neurons, then one conjunction) says whether the
+    check can speak; the XOR neuron over the 'is 1' flags says which bit it speaks for.
+    """
+
+    def __init__(self, width: int, terms: int, c: float) -> None:
+        super().__init__()
+        self.width = width
+        self.speaks = NormalForm(width, terms, form="cnf", c=c, inner_init=MEMBERSHIP_INIT, outer_init=MEMBERSHIP_INIT)
+        self.parity = Xor(width // 2, c=c, init=XOR_INIT)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        speaks = self.speaks(x).squeeze(-1)
+        odd = self.parity(x[..., : self.width // 2])
+        return torch.stack([speaks * odd, speaks * (1.0 - odd)], dim=-1)
+
+    def formulas(self, names: list[str], threshold: float = 0.5) -> dict[str, Formula]:
+        return {
+            "speaks": self.speaks.formula(threshold, names),
+            "parity": xor_formula(self.parity, threshold, names[: self.width // 2]),
+        }
+
+
+class NLNVariable(nn.Module):
+    """Variable function from NLN layers: 'is 1' and 'is 0' outputs, each a DNF network over all inputs."""
+
+    def __init__(self, width: int, terms: int, c: float) -> None:
+        super().__init__()
+        self.width = width
+        self.net = NormalForm(width, terms, outputs=2, c=c, inner_init=MEMBERSHIP_INIT, outer_init=MEMBERSHIP_INIT)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+    def formulas(self, names: list[str], threshold: float = 0.5) -> dict[str, Formula]:
+        return {"one": self.net.formula(threshold, names, 0), "zero": self.net.formula(threshold, names, 1)}
+
+
+class MLPNode(nn.Module):
+    """The same node interface with an MLP: width inputs -> hidden ReLU layer -> two sigmoid flags."""
+
+    def __init__(self, width: int, hidden: Iterable[int]) -> None:
+        super().__init__()
+        self.width = width
+        self.net = MLP(width, list(hidden), outputs=2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+
+@dataclass(frozen=True)
+class DecoderShape:
+    """Degrees the node functions are built for and how: decoder kind, NLN terms, MLP hidden size."""
+
+    kind: str = "nln"
+    dv: int = 3
+    dc: int = 6
+    terms: int = 0  # 0: the function's input width
+    hidden: int = 200
+    c: float = 1.0
+
+
+class ErasureDecoder(MessagePassing):
+    """Recurrent decoder: check function F and variable function B, shared by every edge and iteration."""
+
+    def __init__(self, shape: DecoderShape) -> None:
+        super().__init__(aggregation="or")
+        if shape.kind not in DECODERS:
+            raise ValueError(f"unknown decoder {shape.kind!r}; expected one of {', '.join(DECODERS)}")
+        self.shape = shape
+        widths = {"check": 2 * (shape.dc - 1), "variable": 2 * shape.dv}
+        if shape.kind == "bp":
+            self.check, self.variable = ExactCheck(), ExactVariable()
+        elif shape.kind == "nln":
+            self.check = NLNCheck(widths["check"], shape.terms or widths["check"], shape.c)
+            self.variable = NLNVariable(widths["variable"], shape.terms or widths["variable"], shape.c)
+        else:
+            self.check = MLPNode(widths["check"], [shape.hidden])
+            self.variable = MLPNode(widths["variable"], [shape.hidden])
+
+    def input_names(self) -> dict[str, list[str]]:
+        s = self.shape
+        return {
+            "check": message_names("v", s.dc - 1, channel=False),
+            "variable": message_names("c", s.dv - 1, channel=True),
+        }
+
+    def estimate(self, index: TannerIndex, channel: torch.Tensor, to_var: torch.Tensor) -> torch.Tensor:
+        """Bit estimates (B, 2, n): the variable function B on each readout set of a variable, OR-ed per variable.
+
+        The readout sets are the extrinsic sets of the variable's edges (plus all its edges when its degree
+        is below dv), so every check reaches the estimate and B is both the message and the decision rule.
+        """
+        incoming = self.gather(self._pad(to_var, known=False), index.readout_in)
+        own = self.gather(channel, index.readout_var).unsqueeze(-1)
+        out = self.variable(self.message(torch.cat([own, incoming], -1))).movedim(-1, 1)
+        return torch.stack([self.aggregate(out[:, i], index.readout_var, index.n) for i in (0, 1)], dim=1)
+
+    @staticmethod
+    def _pad(messages: torch.Tensor, known: bool) -> torch.Tensor:
+        """Append the padding message: (0, 0) says nothing; (0, 1) is a known 0, neutral for parity."""
+        pad = messages.new_zeros(messages.shape[0], 2, 1)
+        if known:
+            pad[:, 1] = 1.0
+        return torch.cat([messages, pad], -1)
+
+    def message(self, gathered: torch.Tensor) -> torch.Tensor:
+        """(B, 2, rows, d) messages -> node-function input (B, rows, 2d): 'is 1' flags, then 'is 0' flags."""
+        b, _, rows, d = gathered.shape
+        return gathered.movedim(1, 2).reshape(b, rows, 2 * d)
+
+    def forward(
+        self, index: TannerIndex, channel: torch.Tensor, iterations: int, record: Iterable[int] | None = None
+    ) -> dict[int, torch.Tensor]:
+        """Run ``iterations`` rounds from (B, 2, n) channel messages; return {t: (B, 2, n) estimates}.
+
+        ``record`` lists the iteration counts whose estimates are returned (default: the last only).
+        """
+        wanted = set(record) if record is not None else {iterations}
+        channel_on_edges = self.gather(channel, index.edge_var).unsqueeze(-1)  # (B, 2, E, 1)
+        to_var = channel.new_zeros(channel.shape[0], 2, index.edges)  # check messages start silent
+        out: dict[int, torch.Tensor] = {}
+        for t in range(1, iterations + 1):
+            extrinsic = self.gather(self._pad(to_var, known=False), index.var_in)
+            to_check = self.variable(self.message(torch.cat([channel_on_edges, extrinsic], -1))).movedim(-1, 1)
+            to_var = self.check(self.message(self.gather(self._pad(to_check, known=True), index.check_in)))
+            to_var = to_var.movedim(-1, 1)
+            if t in wanted:
+                out[t] = self.estimate(index, channel, to_var)
+        return out
+
+
+def channel_messages(received: np.ndarray, erased: np.ndarray, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """(B, n) channel output -> (B, 2, n) messages ('is 1', 'is 0'); an erased bit says neither."""
+    known = torch.as_tensor(~np.asarray(erased, dtype=bool), dtype=dtype)
+    bit = torch.as_tensor(np.asarray(received), dtype=dtype)
+    return torch.stack([known * bit, known * (1.0 - bit)], dim=1)
+
+
+def bit_probability(estimate: torch.Tensor) -> torch.Tensor:
+    """P(bit = 1) from (B, 2, n) estimates: 1/2 moved up by the 'is 1' and down by the 'is 0' evidence."""
+    return 0.5 + 0.5 * (estimate[:, 0] - estimate[:, 1])
+
+
+def hard_decisions(estimate: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """(values, still-erased) 0/1 arrays from (B, 2, n) estimates: decided when exactly one flag exceeds 1/2."""
+    one = (estimate[:, 0] > 0.5).cpu().numpy()
+    zero = (estimate[:, 1] > 0.5).cpu().numpy()
+    return one.astype(np.uint8), one == zero
