@@ -40,6 +40,7 @@ class LearnResult:
     restarts: int
     restart: int | None  # the winning restart
     resets: int = 0
+    replaced: int = 0  # restarts re-drawn after a plateau
 
     def rule_texts(self) -> list[str]:
         return [render(r) for r in self.rules]
@@ -54,6 +55,7 @@ class LearnResult:
             "rules": self.rule_texts(),
             "accuracy": self.score.to_json(),
             "nan_resets": self.resets,
+            "replaced_restarts": self.replaced,
         }
 
 
@@ -134,4 +136,5 @@ def learn(
         restarts=config.chain.restarts,
         restart=winner,
         resets=trainer.state.resets,
+        replaced=trainer.state.replaced,
     )

@@ -22,7 +22,9 @@ ILP = ROOT / "examples" / "ilp"
 runner = CliRunner()
 
 
-@pytest.mark.parametrize("task", ["less_than", "predecessor", "connectedness", "grandparent", "even"])
+@pytest.mark.parametrize(
+    "task", ["less_than", "predecessor", "connectedness", "grandparent", "even", "dilp/member", "dilp/husband"]
+)
 def test_task_is_learned_and_verified_by_clingo(task, tmp_path):
     result = runner.invoke(app, ["train", str(ILP / task / "sketch.dl"), "-D", str(tmp_path), "--seed", "0", "--json"])
     assert result.exit_code == 0, result.output

@@ -99,6 +99,8 @@ def run(
                 "median_seconds": statistics.median(seconds),
                 "max_seconds": max(seconds),
                 "median_iterations": statistics.median(r.iterations for r in results),
+                "restarts": results[0].restarts,  # restarts trained side by side
+                "median_replaced": statistics.median(r.replaced for r in results),  # re-drawn on a plateau
                 "rules": results[0].rule_texts(),
                 "first_seed_solved": results[0].solved,
                 "failures": [{"seed": i, "accuracy": r.score.to_json()} for i, r in enumerate(results) if not r.solved],
@@ -109,15 +111,15 @@ def run(
 
 def markdown(result: dict[str, Any], published: dict[str, tuple[str, str]]) -> str:
     lines = [
-        "| task | dILP | Metagol | nlndl solved | median s | max s | rules (first seed) |",
-        "|---|---|---|---|---|---|---|",
+        "| task | dILP | Metagol | nlndl solved | median s | max s | median iterations | rules (first seed) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for row in result["tasks"]:
         dilp, metagol = published.get(row["name"], ("-", "-"))
         rules = " ".join(f"`{r}`" for r in row["rules"]) or "(none)"
         lines.append(
             f"| {row['name']} | {dilp} | {metagol} | {row['solved']}/{row['seeds']} | "
-            f"{row['median_seconds']:.2f} | {row['max_seconds']:.2f} | {rules} |"
+            f"{row['median_seconds']:.2f} | {row['max_seconds']:.2f} | {row['median_iterations']:g} | {rules} |"
         )
     return "\n".join(lines) + "\n"
 

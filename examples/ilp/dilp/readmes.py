@@ -1,0 +1,75 @@
+"""Write each dILP task's README: data status, language bias, the known rule and the learned one.
+
+Run from the repository root after a benchmark:
+``python examples/ilp/dilp/readmes.py ../shared/spec/dilp_tasks.json results.json``
+(results.json from ``nlndl bench ilp --json``; the learned rules are those of seed 0).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+from generate import slug  # noqa: E402
+
+
+def readme(task: dict, row: dict | None, sketch: str) -> str:
+    learn = [line for line in sketch.splitlines() if line.startswith(".learn")]
+    header = [line[3:] for line in sketch.splitlines()[:3] if line.startswith("// ")]
+    lines = [
+        f"# {task['name']}",
+        "",
+        f"dILP task {task['dilp_task']}. Target `target/{task['target']['arity']}`: {task['target']['meaning']}.",
+        "",
+        f"**Data:** {task['data_status']}.",
+        *([""] + [f"> {h}" for h in header] if task["data_status_code"] == "unavailable" else []),
+        "",
+        "**Language bias in `sketch.dl`** (variables per learned predicate, auxiliary predicates invented):",
+        "",
+        "```",
+        *learn,
+        "```",
+        "",
+        "**Known solution** (as published by Evans & Grefenstette):",
+        "",
+        "```prolog",
+        task["solution"].strip(),
+        "```",
+        "",
+    ]
+    if row is None:
+        lines += ["Not yet benchmarked.", ""]
+        return "\n".join(lines)
+    rules = "\n".join(row["rules"]) or "(no rules)"
+    status = "verified by clingo" if row.get("first_seed_solved") else "NOT solved"
+    lines += [
+        f"**Learned (seed 0, {status}):**",
+        "",
+        "```prolog",
+        rules,
+        "```",
+        "",
+        f"Solved in {row['solved']} of {row['seeds']} seeds (median {row['median_seconds']:.2f} s, "
+        f"max {row['max_seconds']:.2f} s, median {row['median_iterations']:g} iterations).",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main(spec: Path, results: Path) -> None:
+    rows = {r["name"]: r for r in json.loads(results.read_text())["tasks"]}
+    for task in json.loads(spec.read_text()):
+        folder = HERE / slug(task["name"])
+        if not (folder / "sketch.dl").exists():
+            continue
+        text = readme(task, rows.get(task["name"]), (folder / "sketch.dl").read_text())
+        (folder / "README.md").write_text(re.sub(r"\n{3,}", "\n\n", text))
+        print(f"wrote {(folder / 'README.md').relative_to(HERE)}")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), Path(sys.argv[2]))
