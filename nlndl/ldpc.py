@@ -162,12 +162,15 @@ def load_decoder(path: Path) -> tuple[ErasureDecoder, dict[str, Any]]:
     meta_path = path / "decoder.json"
     if not meta_path.is_file():
         raise ValueError(f"{path}: no decoder.json (train one with `nlndl ldpc train`)")
-    meta = json.loads(meta_path.read_text())
-    if meta.get("format") != FORMAT:
-        raise ValueError(f"{meta_path}: not an nlndl LDPC decoder")
-    known = {f.name for f in fields(DecoderShape)}
-    decoder = ErasureDecoder(DecoderShape(**{k: v for k, v in meta["shape"].items() if k in known}))
-    decoder.load_state_dict(load_file(str(path / "decoder.safetensors")))
+    try:
+        meta = json.loads(meta_path.read_text())
+        if meta.get("format") != FORMAT:
+            raise ValueError("not an nlndl LDPC decoder")
+        known = {f.name for f in fields(DecoderShape)}
+        decoder = ErasureDecoder(DecoderShape(**{k: v for k, v in meta["shape"].items() if k in known}))
+        decoder.load_state_dict(load_file(str(path / "decoder.safetensors")))
+    except (ValueError, KeyError, TypeError, RuntimeError, OSError) as exc:
+        raise ValueError(f"{meta_path}: cannot load the decoder: {exc}") from None
     return decoder, meta
 
 

@@ -1,7 +1,7 @@
 """Write each dILP task's README: data status, language bias, the known rule and the learned one.
 
 Run from the repository root after a benchmark:
-``python examples/ilp/dilp/readmes.py ../shared/spec/dilp_tasks.json results.json``
+``python examples/ilp/dilp/readmes.py ../shared/spec/dilp_tasks.json results.json [the bench command]``
 (results.json from ``nlndl bench ilp --json``; the learned rules are those of seed 0).
 """
 
@@ -15,6 +15,8 @@ from pathlib import Path
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 from generate import slug  # noqa: E402
+
+COMMAND = ""  # the benchmark command that produced the results, when given as a third argument
 
 
 def readme(task: dict, row: dict | None, sketch: str) -> str:
@@ -54,7 +56,8 @@ def readme(task: dict, row: dict | None, sketch: str) -> str:
         "```",
         "",
         f"Solved in {row['solved']} of {row['seeds']} seeds (median {row['median_seconds']:.2f} s, "
-        f"max {row['max_seconds']:.2f} s, median {row['median_iterations']:g} iterations).",
+        f"max {row['max_seconds']:.2f} s, median {row['median_iterations']:g} iterations)"
+        + (f", measured by `{COMMAND}`." if COMMAND else "."),
         "",
     ]
     return "\n".join(lines)
@@ -72,4 +75,5 @@ def main(spec: Path, results: Path) -> None:
 
 
 if __name__ == "__main__":
+    COMMAND = " ".join(sys.argv[3:])
     main(Path(sys.argv[1]), Path(sys.argv[2]))
