@@ -28,10 +28,15 @@ class MessagePassing(nn.Module):
         self.aggregation = aggregation
 
     def gather(self, x: torch.Tensor, index: torch.Tensor | tuple[torch.Tensor, ...]):
-        """x[..., index] for an index of any shape: (..., *index.shape); a tuple of indexes gathers each."""
+        """x[..., index] for an index of any shape: (..., *index.shape); a tuple of indexes gathers each.
+
+        ``index_select`` on the flattened index: its backward is an ``index_add``, several times faster
+        on CPU than the accumulating ``index_put`` behind advanced indexing.
+        """
         if isinstance(index, tuple):
-            return tuple(x[..., i] for i in index)
-        return x[..., index]
+            return tuple(self.gather(x, i) for i in index)
+        flat = torch.index_select(x, -1, index.reshape(-1))
+        return flat.reshape(*x.shape[:-1], *index.shape)
 
     def message(self, gathered) -> torch.Tensor:  # pragma: no cover - abstract
         raise NotImplementedError
