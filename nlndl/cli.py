@@ -481,7 +481,8 @@ def bench_ilp(
     markdown_path: Annotated[Path | None, typer.Option("--markdown", help="Write the results as a table.")] = None,
     examples: Annotated[Path, typer.Option(help="The folder of bundled ILP sketches.")] = Path("examples/ilp"),
     spec: Annotated[
-        Path | None, typer.Option(help="dilp_tasks.json, for dILP's and Metagol's published rates.")
+        Path | None,
+        typer.Option(help="dilp_tasks.json for the published rates; default: the copy in EXAMPLES/dilp."),
     ] = None,
     max_iters: Annotated[int, typer.Option(min=1, help="Iteration limit per run.")] = 2000,
     time_limit: Annotated[float | None, typer.Option(min=0.0, help="Seconds per run.")] = None,
@@ -498,7 +499,7 @@ def bench_ilp(
         _fail(f"error: no task matches {', '.join(tasks or [])}")
     with progress_bar(len(chosen) * seeds, quiet) as tell:
         result = ilp.run(chosen, seeds, max_iters, time_limit, tell)
-    table = ilp.markdown(result, ilp.published_rates(spec))
+    table = ilp.markdown(result, ilp.published_rates(spec or examples / "dilp" / "published_rates.json"))
     typer.echo(table + f"\ntotal CPU time {result['cpu_seconds']:.1f} s")
     if json_path is not None:
         write_json(json_path, result)

@@ -125,13 +125,16 @@ def markdown(result: dict[str, Any], published: dict[str, tuple[str, str]]) -> s
 
 
 def published_rates(spec: Path | None) -> dict[str, tuple[str, str]]:
-    """dILP and Metagol success rates (as quoted in the NLN paper) from dilp_tasks.json, when given."""
-    if spec is None or not spec.exists():
-        return {}
+    """dILP and Metagol success rates (as quoted in the NLN paper) from dilp_tasks.json or the bundled copy."""
     import json
 
+    if spec is None or not spec.exists():
+        return {}
+    data = json.loads(spec.read_text())
+    if isinstance(data, dict) and "rates" in data:  # the bundled examples/ilp/dilp/published_rates.json
+        return {name: (r["dilp"], r["metagol"]) for name, r in data["rates"].items()}
     out = {}
-    for task in json.loads(spec.read_text()):
+    for task in data:
         rates = task.get("success_rates", {})
         out[task["name"]] = (
             str(rates.get("dilp_as_quoted_in_NLN_table", "-")),
