@@ -313,7 +313,7 @@ def check_command(
 
 
 def _tanner_graph(matrix: Path | None, generate: str | None, seed: int):
-    """The code named by --matrix FILE or --generate N,DV,DC (exit 2 on a bad spec, 1 on a bad file)."""
+    """The code of --matrix FILE when given, else of --generate N,DV,DC (exit 2 on a bad spec, 1 on a bad file)."""
     from nlndl.compiler.ldpc import MatrixError, TannerGraph, generate_regular, read_matrix
 
     if matrix is not None:
@@ -372,11 +372,10 @@ def ldpc_train(
 
     if output.exists() and (not output.is_dir() or (any(output.iterdir()) and not (output / "decoder.json").is_file())):
         _fail(f"{output}: error: exists and is not a decoder directory; not overwriting it")
-    graph = _tanner_graph(matrix if matrix is not None else None, None if matrix is not None else generate, code_seed)
+    graph = _tanner_graph(matrix, generate, code_seed)
     cfg = replace(ldpc.TrainConfig(), kind=decoder.value, steps=steps, batch=batch, iterations=iterations, seed=seed)
     with status_line(quiet) as tell:
         trained, history = ldpc.train_decoder(graph, cfg, tell)
-    output.mkdir(parents=True, exist_ok=True)
     ldpc.save_decoder(output, trained, cfg, history)
     summary = {k: v for k, v in history.items() if k != "curve"}
     summary["output"] = str(output)
@@ -420,7 +419,7 @@ def ldpc_eval(
         trained, meta = ldpc.load_decoder(decoder_dir)
     except ValueError as exc:
         _fail(f"error: {exc}")
-    graph = _tanner_graph(matrix if matrix is not None else None, None if matrix is not None else generate, code_seed)
+    graph = _tanner_graph(matrix, generate, code_seed)
     try:
         rows = ldpc.compare(graph, {trained.shape.kind: trained}, eps_list, ts, codewords, seed)
     except ValueError as exc:

@@ -63,6 +63,17 @@ def degrees(graph: TannerGraph) -> tuple[int, int]:
     return max(graph.meta["var_degrees"]), max(graph.meta["check_degrees"])
 
 
+def bp_decoder(graph: TannerGraph) -> ErasureDecoder:
+    """Belief propagation (peeling) for the code: the message-passing decoder with the exact rules."""
+    dv, dc = degrees(graph)
+    return ErasureDecoder(DecoderShape(kind="bp", dv=dv, dc=dc))
+
+
+def code_summary(graph: TannerGraph) -> dict[str, Any]:
+    """What a report says of a code: length, checks, rank, 4-cycles, generator seed."""
+    return {k: graph.meta.get(k) for k in ("n", "m", "rank", "four_cycles", "seed")}
+
+
 def index_of(graph: TannerGraph, shape: DecoderShape) -> TannerIndex:
     return TannerIndex.from_arrays(graph.arrays, int(graph.meta["n"]), shape.dv, shape.dc)
 
@@ -186,8 +197,8 @@ def compare(
     progress: Progress | None = None,
 ) -> list[dict[str, Any]]:
     """BER and WER of every decoder (plus BP, and ML with t = None) on the same random codewords."""
-    dv, dc = degrees(graph)
-    decoders = {"bp": ErasureDecoder(DecoderShape(kind="bp", dv=dv, dc=dc)), **decoders}
+    decoders = {"bp": bp_decoder(graph), **decoders}
+    indexes = {name: index_of(graph, decoder.shape) for name, decoder in decoders.items()}
     basis = null_space(graph.h)
     n = int(graph.meta["n"])
     rows: list[dict[str, Any]] = []
@@ -196,7 +207,7 @@ def compare(
         words = random_codewords(basis, codewords, rng)
         erased = erase(codewords, n, eps, rng)
         for name, decoder in decoders.items():
-            index = index_of(graph, decoder.shape)
+            index = indexes[name]
             totals = {t: np.zeros(2) for t in ts}
             for s in range(0, codewords, chunk):
                 part = slice(s, s + chunk)

@@ -42,7 +42,6 @@ class TannerIndex:
     edge_var: torch.Tensor  # (E,) variable of each edge
     check_in: torch.Tensor  # (E, dc - 1) other edges at the edge's check
     var_in: torch.Tensor  # (E, dv - 1) other edges at the edge's variable
-    var_edges: torch.Tensor  # (n, dv) all edges at each variable
     readout_in: torch.Tensor  # (R, dv - 1) check-message sets whose B outputs are OR-ed into a bit estimate
     readout_var: torch.Tensor  # (R,) the variable of each readout set
 
@@ -71,7 +70,6 @@ class TannerIndex:
             edge_var=edge_var,
             check_in=_padded(arrays["check_extrinsic"], arrays["check_extrinsic_ptr"], dc - 1, edges),
             var_in=var_in,
-            var_edges=var_edges,
             readout_in=torch.cat([var_in, var_edges[low, : dv - 1]]),
             readout_var=torch.cat([edge_var, low]),
         )
@@ -146,7 +144,6 @@ class NLNVariable(nn.Module):
 
     def __init__(self, width: int, terms: int, c: float) -> None:
         super().__init__()
-        self.width = width
         self.net = NormalForm(width, terms, outputs=2, c=c, inner_init=MEMBERSHIP_INIT, outer_init=MEMBERSHIP_INIT)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -161,7 +158,6 @@ class MLPNode(nn.Module):
 
     def __init__(self, width: int, hidden: Iterable[int]) -> None:
         super().__init__()
-        self.width = width
         self.net = MLP(width, list(hidden), outputs=2)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -211,10 +207,13 @@ class ErasureDecoder(MessagePassing):
         The readout sets are the extrinsic sets of the variable's edges (plus all its edges when its degree
         is below dv), so every check reaches the estimate and B is both the message and the decision rule.
         """
-        incoming = self.gather(self._pad(to_var, known=False), index.readout_in)
-        own = self.gather(channel, index.readout_var).unsqueeze(-1)
-        out = self.variable(self.message(torch.cat([own, incoming], -1))).movedim(-1, 1)
+        out = self._apply_variable(self.gather(channel, index.readout_var), to_var, index.readout_in)
         return torch.stack([self.aggregate(out[:, i], index.readout_var, index.n) for i in (0, 1)], dim=1)
+
+    def _apply_variable(self, own: torch.Tensor, to_var: torch.Tensor, incoming: torch.Tensor) -> torch.Tensor:
+        """B on rows of (own channel message (B, 2, R), the check messages at ``incoming`` (R, d)) -> (B, 2, R)."""
+        checks = self.gather(self._pad(to_var, known=False), incoming)
+        return self.variable(self.message(torch.cat([own.unsqueeze(-1), checks], -1))).movedim(-1, 1)
 
     @staticmethod
     def _pad(messages: torch.Tensor, known: bool) -> torch.Tensor:
@@ -237,12 +236,11 @@ class ErasureDecoder(MessagePassing):
         ``record`` lists the iteration counts whose estimates are returned (default: the last only).
         """
         wanted = set(record) if record is not None else {iterations}
-        channel_on_edges = self.gather(channel, index.edge_var).unsqueeze(-1)  # (B, 2, E, 1)
+        channel_on_edges = self.gather(channel, index.edge_var)  # (B, 2, E)
         to_var = channel.new_zeros(channel.shape[0], 2, index.edges)  # check messages start silent
         out: dict[int, torch.Tensor] = {}
         for t in range(1, iterations + 1):
-            extrinsic = self.gather(self._pad(to_var, known=False), index.var_in)
-            to_check = self.variable(self.message(torch.cat([channel_on_edges, extrinsic], -1))).movedim(-1, 1)
+            to_check = self._apply_variable(channel_on_edges, to_var, index.var_in)
             to_var = self.check(self.message(self.gather(self._pad(to_check, known=True), index.check_in)))
             to_var = to_var.movedim(-1, 1)
             if t in wanted:

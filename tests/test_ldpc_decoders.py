@@ -62,9 +62,8 @@ def peel(word: np.ndarray, erased: np.ndarray) -> np.ndarray:
 def test_bp_decoder_reaches_the_peeling_fixpoint_and_never_beats_ml():
     words, erased = every_case()
     graph = TannerGraph.from_matrix(HAMMING)
-    dv, dc = ldpc.degrees(graph)
-    bp = ErasureDecoder(DecoderShape(kind="bp", dv=dv, dc=dc))
-    index = TannerIndex.from_arrays(graph.arrays, 7, dv, dc)
+    bp = ldpc.bp_decoder(graph)
+    index = ldpc.index_of(graph, bp.shape)
     with torch.no_grad():
         out = bp(index, channel_messages(words, erased), 7, record=[1, 7])
     fixpoint = Decoded(*hard_decisions(out[7]))
@@ -98,10 +97,9 @@ def test_padding_lets_a_decoder_run_on_a_code_of_lower_degree():
     exact = ldpc.compare(graph, {}, [0.4], [5], codewords=500, ml=False)[0]["ber"]
     with torch.no_grad():
         padded = bp6(index, channel_messages(words, erased), 5)[5]
-    dv, dc = ldpc.degrees(graph)
-    bp = ErasureDecoder(DecoderShape(kind="bp", dv=dv, dc=dc))
+    bp = ldpc.bp_decoder(graph)
     with torch.no_grad():
-        tight = bp(TannerIndex.from_arrays(graph.arrays, 7, dv, dc), channel_messages(words, erased), 5)[5]
+        tight = bp(ldpc.index_of(graph, bp.shape), channel_messages(words, erased), 5)[5]
     assert torch.equal(padded, tight)
     assert 0 < exact < 1
 

@@ -13,7 +13,17 @@ from typing import Any
 
 import torch
 
-from nlndl.ldpc import Progress, TrainConfig, compare, formulas, regular_code, throughput, train_decoder
+from nlndl.ldpc import (
+    Progress,
+    TrainConfig,
+    bp_decoder,
+    code_summary,
+    compare,
+    formulas,
+    regular_code,
+    throughput,
+    train_decoder,
+)
 
 
 @dataclass(frozen=True)
@@ -48,20 +58,19 @@ def run(cfg: LdpcBenchConfig, device: str = "cpu", progress: Progress | None = N
         train_cfg = replace(TrainConfig(), kind=kind, steps=cfg.steps, seed=cfg.seed)
         decoder, history = train_decoder(code, train_cfg, progress)
         trained[kind] = decoder
-        training[kind] = {"config": asdict(train_cfg), **{k: v for k, v in history.items() if k != "curve"}}
-        training[kind]["curve"] = history["curve"]
+        training[kind] = {"config": asdict(train_cfg), **history}
     results = compare(code, trained, cfg.eps, cfg.ts, cfg.codewords, cfg.seed, progress=progress)
     long_results = compare(long_code, trained, cfg.eps, cfg.ts, cfg.long_codewords, cfg.seed, progress=progress)
     speed = {
         name: throughput(code, decoder, cfg.throughput_batch, cfg.throughput_t, 0.4, device)
-        for name, decoder in {"bp": _bp(code), **trained}.items()
+        for name, decoder in {"bp": bp_decoder(code), **trained}.items()
     }
     return {
-        "code": {k: code.meta[k] for k in ("n", "m", "rank", "four_cycles", "seed")},
+        "code": code_summary(code),
         "codewords": cfg.codewords,
         "results": results,
         "generalisation": {
-            "code": {k: long_code.meta[k] for k in ("n", "m", "rank", "four_cycles", "seed")},
+            "code": code_summary(long_code),
             "codewords": cfg.long_codewords,
             "results": long_results,
         },
@@ -77,14 +86,6 @@ def run(cfg: LdpcBenchConfig, device: str = "cpu", progress: Progress | None = N
         "config": asdict(cfg),
         "seconds": time.perf_counter() - start,
     }
-
-
-def _bp(code):
-    from nlndl.ldpc import degrees
-    from nlndl.runtime.decoder import DecoderShape, ErasureDecoder
-
-    dv, dc = degrees(code)
-    return ErasureDecoder(DecoderShape(kind="bp", dv=dv, dc=dc))
 
 
 def markdown(report: dict[str, Any]) -> str:
