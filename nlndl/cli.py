@@ -362,6 +362,9 @@ def ldpc_train(
     batch: Annotated[int, typer.Option(min=1, help="Codewords per step.")] = 64,
     iterations: Annotated[int, typer.Option(min=1, help="Message-passing iterations while training.")] = 3,
     seed: Annotated[int, typer.Option(help="Seed of the weights and the training codewords.")] = 0,
+    lr: Annotated[
+        float | None, typer.Option(min=1e-9, help="Adam's learning rate (default: nln 0.03, mlp 0.01).")
+    ] = None,
     json_summary: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON object.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress line.")] = False,
 ) -> None:
@@ -373,7 +376,9 @@ def ldpc_train(
     if output.exists() and (not output.is_dir() or (any(output.iterdir()) and not (output / "decoder.json").is_file())):
         _fail(f"{output}: error: exists and is not a decoder directory; not overwriting it")
     graph = _tanner_graph(matrix, generate, code_seed)
-    cfg = replace(ldpc.TrainConfig(), kind=decoder.value, steps=steps, batch=batch, iterations=iterations, seed=seed)
+    cfg = replace(
+        ldpc.TrainConfig(), kind=decoder.value, steps=steps, batch=batch, iterations=iterations, seed=seed, lr=lr
+    )
     with status_line(quiet) as tell:
         trained, history = ldpc.train_decoder(graph, cfg, tell)
     ldpc.save_decoder(output, trained, cfg, history)
@@ -642,8 +647,11 @@ def bench_ldpc(
             raise typer.Exit(2)
     cfg = bench.LdpcBenchConfig.quick() if quick else bench.LdpcBenchConfig()
     cfg = replace(cfg, steps=steps or cfg.steps, codewords=codewords or cfg.codewords)
-    with status_line(quiet) as tell:
-        report = bench.run(cfg, device, tell)
+    try:
+        with status_line(quiet) as tell:
+            report = bench.run(cfg, device, tell)
+    except MemoryError as exc:
+        _fail(f"error: {exc}")
     stdout.print(bench.markdown(report), markup=False)
     for part, outputs in report["formulas"].items():
         for name, text in outputs.items():

@@ -7,6 +7,7 @@ decoder (runtime) trained on random codewords of the code's null space -> BER / 
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
@@ -28,7 +29,8 @@ from nlndl.runtime.decoder import (
 )
 from nlndl.runtime.erasure import Decoded, erase, ml_decode, random_codewords
 
-FORMAT = "nlndl-ldpc-decoder/1"
+LEARNING_RATES = {"nln": 0.03, "mlp": 0.01}  # the NLN's memberships move by about lr per step
+FORMAT = "nlndl-ldpc-decoder/2"  # 2: known flags, disjunction variable function
 Progress = Callable[[str], None]
 
 
@@ -39,11 +41,12 @@ class TrainConfig:
     kind: str = "nln"
     steps: int = 1500
     batch: int = 64
-    lr: float = 0.01
+    lr: float | None = None  # Adam's learning rate; None: LEARNING_RATES[kind]
     iterations: int = 3
     eps_low: float = 0.05
     eps_high: float = 0.45
     every_iteration: bool = True  # loss on the estimates after each iteration, not only the last
+    message_loss: float = 1.0  # weight of the loss on every edge message read as an estimate of the edge's bit
     terms: int = 0
     hidden: int = 200
     c: float = 1.0
@@ -83,20 +86,34 @@ def parameters(decoder: torch.nn.Module) -> int:
 
 
 def _loss(decoder: ErasureDecoder, index: TannerIndex, words: np.ndarray, erased: np.ndarray, cfg: TrainConfig):
+    """Cross-entropy of the bit estimates (each iteration's or the last) plus, weighted, of every edge message.
+
+    On the BEC a message on an edge is an estimate of that edge's bit, so each one has a target; without
+    it the checks' parity is learned only through B, which learns to ignore checks that are still wrong.
+    """
     record = range(1, cfg.iterations + 1) if cfg.every_iteration else [cfg.iterations]
-    estimates = decoder(index, channel_messages(words, erased), cfg.iterations, record=record)
+    messages: list[torch.Tensor] = []
+    estimates = decoder(index, channel_messages(words, erased), cfg.iterations, record=record, messages=messages)
     truth = torch.as_tensor(words, dtype=torch.float32)
-    losses = [
-        torch.nn.functional.binary_cross_entropy(bit_probability(e).clamp(1e-6, 1 - 1e-6), truth)
-        for e in estimates.values()
-    ]
-    return torch.stack(losses).mean()
+    loss = torch.stack([_bce(e, truth) for e in estimates.values()]).mean()
+    if cfg.message_loss:
+        on_edges = truth[:, index.edge_var]
+        loss = loss + cfg.message_loss * torch.stack([_bce(m, on_edges) for m in messages]).mean()
+    return loss
+
+
+def _bce(estimate: torch.Tensor, truth: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy of (B, 2, k) flags read as P(bit = 1) against the true bits (B, k)."""
+    return torch.nn.functional.binary_cross_entropy(bit_probability(estimate).clamp(1e-6, 1 - 1e-6), truth)
 
 
 def train_decoder(
     graph: TannerGraph, cfg: TrainConfig, progress: Progress | None = None
 ) -> tuple[ErasureDecoder, dict[str, Any]]:
-    """Train an NLN or MLP decoder on ``graph``; keep the weights with the best validation BER at t = iterations."""
+    """Train an NLN or MLP decoder on ``graph``; keep the weights with the best validation BER at t = iterations.
+
+    An NLN decoder is validated crisp (:meth:`ErasureDecoder.crisp`), as it is evaluated.
+    """
     if cfg.kind not in ("nln", "mlp"):
         raise ValueError(f"only nln and mlp decoders are trained, not {cfg.kind!r}")
     dv, dc = degrees(graph)
@@ -109,7 +126,7 @@ def train_decoder(
     n = int(graph.meta["n"])
     val_words = random_codewords(basis, cfg.validation_words, rng)
     val_erased = erase(cfg.validation_words, n, cfg.validation_eps, rng)
-    optimiser = torch.optim.Adam(decoder.parameters(), lr=cfg.lr)
+    optimiser = torch.optim.Adam(decoder.parameters(), lr=cfg.lr or LEARNING_RATES[cfg.kind])
     best = (float("inf"), {k: v.clone() for k, v in decoder.state_dict().items()}, 0)
     curve: list[list[float]] = []
     start = time.perf_counter()
@@ -121,7 +138,7 @@ def train_decoder(
         loss.backward()
         optimiser.step()
         if step % cfg.validate_every == 0 or step == cfg.steps:
-            ber = evaluate_decoder(decoder, index, val_words, val_erased, [cfg.iterations])[cfg.iterations][0]
+            ber = evaluate_decoder(decoder.crisp(), index, val_words, val_erased, [cfg.iterations])[cfg.iterations][0]
             curve.append([step, loss.item(), ber])
             if ber < best[0]:
                 best = (ber, {k: v.clone() for k, v in decoder.state_dict().items()}, step)
@@ -192,12 +209,18 @@ def compare(
     ts: Sequence[int],
     codewords: int,
     seed: int = 0,
-    ml: bool = True,
+    references: bool = True,
     chunk: int = 5000,
     progress: Progress | None = None,
+    crisp: bool = True,
 ) -> list[dict[str, Any]]:
-    """BER and WER of every decoder (plus BP, and ML with t = None) on the same random codewords."""
-    decoders = {"bp": bp_decoder(graph), **decoders}
+    """BER and WER of every decoder (with ``references``, also BP, and ML with t = None) on the same codewords.
+
+    NLN decoders run crisp (:meth:`ErasureDecoder.crisp`, the printed formulas) unless ``crisp`` is False.
+    """
+    decoders = {name: decoder.crisp() if crisp else decoder for name, decoder in decoders.items()}
+    if references:
+        decoders = {"bp": bp_decoder(graph), **decoders}
     indexes = {name: index_of(graph, decoder.shape) for name, decoder in decoders.items()}
     basis = null_space(graph.h)
     n = int(graph.meta["n"])
@@ -217,7 +240,7 @@ def compare(
                 {"decoder": name, "eps": eps, "t": t, "ber": tot[0] / codewords, "wer": tot[1] / codewords}
                 for t, tot in totals.items()
             ]
-        if ml:
+        if references:
             ber, wer = ml_decode(graph.h, words, erased).rates(words)
             rows.append({"decoder": "ml", "eps": eps, "t": None, "ber": ber, "wer": wer})
         if progress:
@@ -227,13 +250,24 @@ def compare(
 
 @torch.no_grad()
 def throughput(graph: TannerGraph, decoder: ErasureDecoder, batch: int, iterations: int, eps: float, device: str):
-    """Decoded codewords per second for one batch of ``batch`` words and ``iterations`` iterations."""
+    """Decoded codewords per second for one batch of ``batch`` words and ``iterations`` iterations.
+
+    MemoryError, before any work, when the batch's intermediates would not fit in free memory.
+    """
+    index = index_of(graph, decoder.shape)
+    need, free = decoder.working_bytes(batch, index), free_memory(device)
+    if need > free:
+        raise MemoryError(
+            f"a batch of {batch:,} words of length {graph.meta['n']} needs about {need / 2**30:.1f} GiB "
+            f"for the {decoder.shape.kind} decoder's intermediates; {free / 2**30:.1f} GiB free on {device}: "
+            "use a smaller batch"
+        )
     basis = null_space(graph.h)
     rng = np.random.default_rng(0)
     words = random_codewords(basis, batch, rng)
     channel = channel_messages(words, erase(batch, int(graph.meta["n"]), eps, rng)).to(device)
-    decoder = decoder.to(device)
-    index = index_of(graph, decoder.shape).to(device)
+    decoder = decoder.crisp().to(device)
+    index = index.to(device)
     decoder(index, channel[: min(batch, 64)], 1)  # warm-up
     if device.startswith("cuda"):
         torch.cuda.synchronize()
@@ -242,3 +276,13 @@ def throughput(graph: TannerGraph, decoder: ErasureDecoder, batch: int, iteratio
     if device.startswith("cuda"):
         torch.cuda.synchronize()
     return batch / (time.perf_counter() - start)
+
+
+def free_memory(device: str) -> int:
+    """Free bytes on ``device``: the CUDA allocator's free memory, or the host's available memory."""
+    if device.startswith("cuda"):
+        return torch.cuda.mem_get_info(torch.device(device))[0]
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):  # no such sysconf name here: do not refuse
+        return 1 << 62

@@ -14,6 +14,7 @@ rules: a known 0 at a check, silence at a variable.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -21,9 +22,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from nlndl.runtime.formula import Formula
+from nlndl.runtime.formula import Formula, read_formula
 from nlndl.runtime.init import Init
-from nlndl.runtime.layers import Xor, xor_formula
+from nlndl.runtime.layers import Disjunction, MembershipLayer, Xor, xor_formula
 from nlndl.runtime.message_passing import MessagePassing
 from nlndl.runtime.mlp import MLP
 from nlndl.runtime.networks import NormalForm
@@ -31,6 +32,8 @@ from nlndl.runtime.networks import NormalForm
 DECODERS = ("nln", "mlp", "bp")
 MEMBERSHIP_INIT = Init("normal")  # zero-mean normal: the paper's default for moderate fan-in
 XOR_INIT = Init("normal", std=0.1)  # near-symmetric, as the parity experiment needs
+VARIABLE_INIT = Init("negative", k=1)  # about one input per neuron selected at the start
+CRISP_LOGIT = 30.0  # sigmoid(30) is 1 and sigmoid(-30) 1e-13 in float32
 
 
 @dataclass(frozen=True)
@@ -114,43 +117,71 @@ class ExactVariable(nn.Module):
         return torch.stack([one.amax(-1), zero.amax(-1)], dim=-1)
 
 
-class NLNCheck(nn.Module):
-    """Check function from NLN layers: one = CNF(x) AND XOR(ones), zero = CNF(x) AND NOT XOR(ones).
+def with_known(x: torch.Tensor) -> torch.Tensor:
+    """(..., 2d) flags ('is 1' ..., 'is 0' ...) -> (..., 3d): the 'known' flags (is 1 or is 0) appended.
 
-    The CNF network (a disjunction layer of ``terms`` neurons, then one conjunction) says whether the
-    check can speak; the XOR neuron over the 'is 1' flags says which bit it speaks for.
+    The known flag is the BEC message's natural third reading; with it, "every input known" is one
+    conjunction and "some input says 1" one disjunction, instead of terms that pair two flags.
+    """
+    one, zero = x.chunk(2, dim=-1)
+    return torch.cat([x, (one + zero).clamp(max=1.0)], dim=-1)
+
+
+def known_names(names: list[str]) -> list[str]:
+    """Names of :func:`with_known`'s output: the message names, then ``known_<source>`` per source."""
+    return names + ["known_" + n.removeprefix("one_") for n in names[: len(names) // 2]]
+
+
+class NLNCheck(nn.Module):
+    """Check function from NLN layers: one = DNF(x) AND XOR(ones), zero = DNF(x) AND NOT XOR(ones).
+
+    The DNF network (``terms`` conjunctions, then one disjunction) over the flags and known flags says
+    whether the check can speak; the XOR neuron over the 'is 1' flags says which bit it speaks for.
     """
 
     def __init__(self, width: int, terms: int, c: float) -> None:
         super().__init__()
         self.width = width
-        self.speaks = NormalForm(width, terms, form="cnf", c=c, inner_init=MEMBERSHIP_INIT, outer_init=MEMBERSHIP_INIT)
+        inputs = width * 3 // 2
+        self.speaks = NormalForm(
+            inputs, terms or inputs, form="dnf", c=c, inner_init=MEMBERSHIP_INIT, outer_init=MEMBERSHIP_INIT
+        )
         self.parity = Xor(width // 2, c=c, init=XOR_INIT)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        speaks = self.speaks(x).squeeze(-1)
+        speaks = self.speaks(with_known(x)).squeeze(-1)
         odd = self.parity(x[..., : self.width // 2])
         return torch.stack([speaks * odd, speaks * (1.0 - odd)], dim=-1)
 
     def formulas(self, names: list[str], threshold: float = 0.5) -> dict[str, Formula]:
         return {
-            "speaks": self.speaks.formula(threshold, names),
+            "speaks": self.speaks.formula(threshold, known_names(names)),
             "parity": xor_formula(self.parity, threshold, names[: self.width // 2]),
         }
 
 
 class NLNVariable(nn.Module):
-    """Variable function from NLN layers: 'is 1' and 'is 0' outputs, each a DNF network over all inputs."""
+    """Variable function from NLN layers: 'is 1' and 'is 0', two disjunction neurons over the flags and known flags.
 
-    def __init__(self, width: int, terms: int, c: float) -> None:
+    Memberships start low (about one input selected per neuron): a neuron that starts by OR-ing many
+    flags says 'is 1' and 'is 0' at once, the check messages it feeds are noise, and the checks fall silent.
+    """
+
+    def __init__(self, width: int, c: float) -> None:
         super().__init__()
-        self.net = NormalForm(width, terms, outputs=2, c=c, inner_init=MEMBERSHIP_INIT, outer_init=MEMBERSHIP_INIT)
+        self.net = Disjunction(width * 3 // 2, 2, c=c, init=VARIABLE_INIT)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.net(x)
+        return self.net(with_known(x))
 
     def formulas(self, names: list[str], threshold: float = 0.5) -> dict[str, Formula]:
-        return {"one": self.net.formula(threshold, names, 0), "zero": self.net.formula(threshold, names, 1)}
+        names = known_names(names)
+        m = self.net.membership().detach().cpu().numpy()
+        single = np.eye(len(names))  # each input its own one-literal term: a disjunction as a DNF
+        return {
+            key: read_formula("dnf", single, m[i], len(names), False, threshold, names)
+            for i, key in enumerate(("one", "zero"))
+        }
 
 
 class MLPNode(nn.Module):
@@ -171,7 +202,7 @@ class DecoderShape:
     kind: str = "nln"
     dv: int = 3
     dc: int = 6
-    terms: int = 0  # 0: the function's input width
+    terms: int = 0  # conjunctions of the NLN check's DNF; 0: its input width
     hidden: int = 200
     c: float = 1.0
 
@@ -189,10 +220,43 @@ class ErasureDecoder(MessagePassing):
             self.check, self.variable = ExactCheck(), ExactVariable()
         elif shape.kind == "nln":
             self.check = NLNCheck(widths["check"], shape.terms or widths["check"], shape.c)
-            self.variable = NLNVariable(widths["variable"], shape.terms or widths["variable"], shape.c)
+            self.variable = NLNVariable(widths["variable"], shape.c)
         else:
             self.check = MLPNode(widths["check"], [shape.hidden])
             self.variable = MLPNode(widths["variable"], [shape.hidden])
+
+    def working_bytes(self, batch: int, index: TannerIndex) -> int:
+        """Estimated peak bytes of one iteration on ``batch`` words (float32): three of its largest intermediate.
+
+        The logic layers broadcast (batch, rows, neurons, inputs); an MLP holds (batch, rows, hidden). Three:
+        the broadcast product, its complement and the allocator's cached block (an n = 480, batch 100,000
+        NLN decoder on an H200 held 62.6 GiB and asked for 53.6 more, with 46.3 reserved).
+        """
+        rows = max(index.edges, int(index.readout_in.shape[0]))
+        s = self.shape
+        widths = (2 * (s.dc - 1), 2 * s.dv)
+        per_row = {
+            "bp": 2 * s.dc,
+            "nln": max(widths[0] * 3 // 2 * (s.terms or widths[0]), widths[1] * 3),
+            "mlp": s.hidden,
+        }[s.kind]
+        return 3 * 4 * batch * rows * max(per_row, 2 * s.dc)
+
+    def crisp(self) -> ErasureDecoder:
+        """A copy whose memberships are 0 or 1 (threshold 1/2): the decoder that the printed formulas describe.
+
+        Memberships a little off 0 or 1 leak a little truth at every iteration, and a recurrent decoder run
+        for many more iterations than it was trained with accumulates the leak; the crisp copy has none.
+        """
+        copy = ErasureDecoder(self.shape)
+        copy.load_state_dict(self.state_dict())
+        if self.shape.kind == "nln":
+            with torch.no_grad():
+                for module in copy.modules():
+                    if isinstance(module, (MembershipLayer, Xor)):
+                        on = module.membership() > 0.5
+                        module.weight.copy_(torch.where(on, CRISP_LOGIT, -CRISP_LOGIT) / module.c)
+        return copy.to(next(itertools.chain(self.parameters(), self.buffers()), torch.empty(0)).device)
 
     def input_names(self) -> dict[str, list[str]]:
         s = self.shape
@@ -229,11 +293,17 @@ class ErasureDecoder(MessagePassing):
         return gathered.movedim(1, 2).reshape(b, rows, 2 * d)
 
     def forward(
-        self, index: TannerIndex, channel: torch.Tensor, iterations: int, record: Iterable[int] | None = None
+        self,
+        index: TannerIndex,
+        channel: torch.Tensor,
+        iterations: int,
+        record: Iterable[int] | None = None,
+        messages: list[torch.Tensor] | None = None,
     ) -> dict[int, torch.Tensor]:
         """Run ``iterations`` rounds from (B, 2, n) channel messages; return {t: (B, 2, n) estimates}.
 
-        ``record`` lists the iteration counts whose estimates are returned (default: the last only).
+        ``record`` lists the iteration counts whose estimates are returned (default: the last only); a
+        ``messages`` list receives each round's (B, 2, E) variable-to-check and check-to-variable messages.
         """
         wanted = set(record) if record is not None else {iterations}
         channel_on_edges = self.gather(channel, index.edge_var)  # (B, 2, E)
@@ -243,6 +313,8 @@ class ErasureDecoder(MessagePassing):
             to_check = self._apply_variable(channel_on_edges, to_var, index.var_in)
             to_var = self.check(self.message(self.gather(self._pad(to_check, known=True), index.check_in)))
             to_var = to_var.movedim(-1, 1)
+            if messages is not None:
+                messages += [to_check, to_var]
             if t in wanted:
                 out[t] = self.estimate(index, channel, to_var)
         return out

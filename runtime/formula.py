@@ -97,7 +97,7 @@ def read_formula(
     threshold: float = 0.5,
     names: Sequence[str] | None = None,
 ) -> Formula:
-    """Threshold inner (terms, width) and outer (terms,) memberships into a deduplicated formula."""
+    """Threshold inner (terms, width) and outer (terms,) memberships into a formula; no duplicate or absorbed clause."""
     if not 0.0 < threshold < 1.0:
         raise ValueError(f"membership threshold must lie in (0, 1), got {threshold}")
     names = tuple(names) if names is not None else default_names(arity)
@@ -108,8 +108,15 @@ def read_formula(
         clause = _literals(inner[term], arity, negation, threshold)
         if clause not in clauses:
             clauses.append(clause)
+    clauses = _absorbed(clauses)
     clauses.sort(key=lambda c: (len(c), c))
     return Formula(form, tuple(clauses), arity, names)
+
+
+def _absorbed(clauses: list[tuple[Literal, ...]]) -> list[tuple[Literal, ...]]:
+    """Drop every clause that holds all literals of another (absorption: a | (a & b) = a, a & (a | b) = a)."""
+    sets = [frozenset(c) for c in clauses]
+    return [c for c, s in zip(clauses, sets, strict=True) if not any(o < s for o in sets)]
 
 
 def read_xor(membership: np.ndarray, threshold: float = 0.5, names: Sequence[str] | None = None) -> Formula:

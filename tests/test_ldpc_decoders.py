@@ -94,7 +94,7 @@ def test_padding_lets_a_decoder_run_on_a_code_of_lower_degree():
     words, erased = every_case()
     bp6 = ErasureDecoder(DecoderShape(kind="bp", dv=3, dc=6))  # wider functions, padded inputs
     index = TannerIndex.from_arrays(graph.arrays, 7, 3, 6)
-    exact = ldpc.compare(graph, {}, [0.4], [5], codewords=500, ml=False)[0]["ber"]
+    exact = ldpc.compare(graph, {}, [0.4], [5], codewords=500)[0]["ber"]
     with torch.no_grad():
         padded = bp6(index, channel_messages(words, erased), 5)[5]
     bp = ldpc.bp_decoder(graph)
@@ -172,3 +172,73 @@ def test_bench_ldpc_report_shape(tmp_path):
     assert "| 0.3 | bp |" in bench.markdown(report)
     plot_ldpc(report, tmp_path / "p.png")
     assert (tmp_path / "p.png").stat().st_size > 1000
+
+
+def bp_memberships(decoder: ErasureDecoder) -> None:
+    """Set an NLN decoder's weights to BP's rules: speaks = every input known, parity of every 'is 1' flag,
+    'is 1' = OR of the 'is 1' flags, 'is 0' = OR of the 'is 0' flags (logits +-5, memberships 0.993 / 0.007)."""
+    names = decoder.input_names()
+    check, variable = decoder.check, decoder.variable
+    with torch.no_grad():
+        k = len(names["check"]) // 2
+        inner = torch.full_like(check.speaks.inner.weight, -5.0)
+        inner[0, 2 * k :] = 5.0  # the first conjunction: every known flag
+        check.speaks.inner.weight.copy_(inner)
+        outer = torch.full_like(check.speaks.outer.weight, -5.0)
+        outer[0, 0] = 5.0
+        check.speaks.outer.weight.copy_(outer)
+        check.parity.weight.fill_(5.0)
+        d = len(names["variable"]) // 2
+        weight = torch.full_like(variable.net.weight, -5.0)
+        weight[0, :d] = 5.0
+        weight[1, d : 2 * d] = 5.0
+        variable.net.weight.copy_(weight)
+
+
+def test_nln_decoder_with_bp_memberships_is_bp_once_crisp():
+    graph = TannerGraph.from_matrix(HAMMING)
+    words, erased = every_case()
+    nln = ErasureDecoder(DecoderShape(kind="nln", dv=3, dc=4))
+    bp_memberships(nln)
+    formulas = ldpc.formulas(nln)
+    assert formulas["check"]["speaks"] == "known_v1 & known_v2 & known_v3"
+    assert formulas["check"]["parity"] == "one_v1 ^ one_v2 ^ one_v3"
+    assert formulas["variable"] == {"one": "one_ch | one_c1 | one_c2", "zero": "zero_ch | zero_c1 | zero_c2"}
+    crisp = nln.crisp()
+    assert ldpc.formulas(crisp) == formulas, "crisp keeps the formulas"
+    assert all(((p.sigmoid() < 1e-12) | (p.sigmoid() == 1)).all() for p in crisp.parameters())
+    bp = ldpc.bp_decoder(graph)
+    index = ldpc.index_of(graph, nln.shape)
+    with torch.no_grad():
+        got = crisp(index, channel_messages(words, erased), 10, record=range(1, 11))
+        want = bp(ldpc.index_of(graph, bp.shape), channel_messages(words, erased), 10, record=range(1, 11))
+    for t in want:
+        assert torch.allclose(got[t], want[t], atol=1e-6), t
+    # the fuzzy memberships (0.993) leak: after enough iterations some bits say both 1 and 0
+    with torch.no_grad():
+        fuzzy = nln(index, channel_messages(words, erased), 10)[10]
+    assert not torch.allclose(fuzzy, want[10], atol=1e-3)
+
+
+def test_throughput_refuses_a_batch_that_does_not_fit():
+    graph = ldpc.regular_code(48)
+    nln = ErasureDecoder(DecoderShape(kind="nln"))
+    with pytest.raises(MemoryError, match=r"needs about [\d.]+ GiB"):
+        ldpc.throughput(graph, nln, 10**10, 20, 0.4, "cpu")
+
+
+def test_nln_training_learns_belief_propagation():
+    """The default NLN training, seed 0: the crisp decoder decides every bit as BP does, at t = 3 and t = 20."""
+    graph = ldpc.regular_code(48)
+    cfg = replace(ldpc.TrainConfig(), steps=600)  # the quick benchmark's run
+    nln, history = ldpc.train_decoder(graph, cfg)
+    assert ldpc.formulas(nln)["check"]["parity"] == "one_v1 ^ one_v2 ^ one_v3 ^ one_v4 ^ one_v5"
+    words = random_codewords(null_space(graph.h), 1000, np.random.default_rng(5))
+    erased = np.random.default_rng(6).random(words.shape) < 0.35
+    bp = ldpc.bp_decoder(graph)
+    with torch.no_grad():
+        want = bp(ldpc.index_of(graph, bp.shape), channel_messages(words, erased), 20, record=[3, 20])
+        got = nln.crisp()(ldpc.index_of(graph, nln.shape), channel_messages(words, erased), 20, record=[3, 20])
+    for t in (3, 20):
+        assert np.array_equal(hard_decisions(got[t])[0], hard_decisions(want[t])[0]), t
+        assert np.array_equal(hard_decisions(got[t])[1], hard_decisions(want[t])[1]), t
