@@ -6,7 +6,8 @@ messages), then a check-node function F on every edge (the extrinsic variable-to
 A bit's estimate is B on each of its edges, OR-ed per variable. F and B are shared by every edge and
 every iteration. With the exact Boolean rules (F: every input said, then the parity of the ones;
 B: OR of the ones, OR of the zeros) the decoder is belief propagation (peeling) on the erasure
-channel; with NLN layers or MLPs it is learned.
+channel; with NLN layers or MLPs it is learned. A learned NLN decoder is run crisp (memberships 0 or
+1, :meth:`ErasureDecoder.crisp`): that is the decoder its printed formulas describe.
 
 Nodes of degree below the function's width read padding messages that change nothing in the exact
 rules: a known 0 at a check, silence at a variable.
@@ -142,9 +143,8 @@ class NLNCheck(nn.Module):
     def __init__(self, width: int, terms: int, c: float) -> None:
         super().__init__()
         self.width = width
-        inputs = width * 3 // 2
         self.speaks = NormalForm(
-            inputs, terms or inputs, form="dnf", c=c, inner_init=MEMBERSHIP_INIT, outer_init=MEMBERSHIP_INIT
+            width * 3 // 2, terms, form="dnf", c=c, inner_init=MEMBERSHIP_INIT, outer_init=MEMBERSHIP_INIT
         )
         self.parity = Xor(width // 2, c=c, init=XOR_INIT)
 
@@ -202,7 +202,7 @@ class DecoderShape:
     kind: str = "nln"
     dv: int = 3
     dc: int = 6
-    terms: int = 0  # conjunctions of the NLN check's DNF; 0: its input width
+    terms: int = 0  # conjunctions of the NLN check's DNF; 0: 2 (dc - 1), one per incoming flag
     hidden: int = 200
     c: float = 1.0
 
