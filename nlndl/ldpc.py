@@ -192,8 +192,12 @@ def load_decoder(path: Path) -> tuple[ErasureDecoder, dict[str, Any]]:
         raise ValueError(f"{path}: no decoder.json (train one with `nlndl ldpc train`)")
     try:
         meta = json.loads(meta_path.read_text())
-        if meta.get("format") != FORMAT:
-            raise ValueError("not an nlndl LDPC decoder")
+        found = str(meta.get("format"))
+        if found != FORMAT:
+            older = found.startswith(FORMAT.split("/")[0] + "/")
+            raise ValueError(
+                f"saved as {found}, this nlndl reads {FORMAT}: retrain it" if older else "not an nlndl LDPC decoder"
+            )
         known = {f.name for f in fields(DecoderShape)}
         decoder = ErasureDecoder(DecoderShape(**{k: v for k, v in meta["shape"].items() if k in known}))
         decoder.load_state_dict(load_file(str(path / "decoder.safetensors")))

@@ -242,3 +242,19 @@ def test_nln_training_learns_belief_propagation():
     for t in (3, 20):
         assert np.array_equal(hard_decisions(got[t])[0], hard_decisions(want[t])[0]), t
         assert np.array_equal(hard_decisions(got[t])[1], hard_decisions(want[t])[1]), t
+
+
+def test_a_decoder_saved_in_an_older_format_is_refused_with_a_reason(tmp_path):
+    import json
+
+    graph = ldpc.regular_code(48)
+    cfg = replace(ldpc.TrainConfig(), kind="mlp", steps=1, validate_every=1, validation_words=20)
+    decoder, history = ldpc.train_decoder(graph, cfg)
+    ldpc.save_decoder(tmp_path, decoder, cfg, history)
+    meta = json.loads((tmp_path / "decoder.json").read_text())
+    (tmp_path / "decoder.json").write_text(json.dumps({**meta, "format": "nlndl-ldpc-decoder/1"}))
+    with pytest.raises(ValueError, match="saved as nlndl-ldpc-decoder/1.*retrain it"):
+        ldpc.load_decoder(tmp_path)
+    (tmp_path / "decoder.json").write_text(json.dumps({**meta, "format": "something else"}))
+    with pytest.raises(ValueError, match="not an nlndl LDPC decoder"):
+        ldpc.load_decoder(tmp_path)
