@@ -56,6 +56,17 @@ def _fail(message: str) -> None:
     raise typer.Exit(1)
 
 
+def _check_device(device: str) -> None:
+    """--device is cpu, cuda or cuda:N (exit 2 otherwise), and a CUDA device exists when asked for (exit 1)."""
+    import torch
+
+    if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
+        typer.echo(f"error: --device {device}: expected cpu or cuda", err=True)
+        raise typer.Exit(2)
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        _fail(f"error: --device {device}: no CUDA device is available (torch {torch.__version__})")
+
+
 def _check_outputs(*paths: Path | None) -> None:
     for path in paths:
         if path is not None:
@@ -188,7 +199,6 @@ def train_command(
 
     Exits 0 when clingo verifies the rules on every world, 1 otherwise (printing the best rules found).
     """
-    import torch
 
     from nlndl.export import write_program
     from nlndl.learn import LearnConfig, learn
@@ -196,11 +206,7 @@ def train_command(
     from nlndl.runtime.chain import ChainConfig
     from nlndl.runtime.train import TrainConfig
 
-    if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
-        typer.echo(f"error: --device {device}: expected cpu or cuda", err=True)
-        raise typer.Exit(2)
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        _fail(f"error: --device {device}: no CUDA device is available (torch {torch.__version__})")
+    _check_device(device)
     program = _compile_or_fail(sketch, fact_dir, steps)
     stem = "_".join(sorted(program.learned)) or sketch.stem
     _check_results_dir(output_dir, stem)
@@ -639,12 +645,7 @@ def bench_ldpc(
     from nlndl.bench import ldpc as bench
 
     _check_outputs(json_path, plot_path, markdown_path)
-    if device.startswith("cuda"):
-        import torch
-
-        if not torch.cuda.is_available():
-            typer.echo("error: --device cuda: torch sees no CUDA device", err=True)
-            raise typer.Exit(2)
+    _check_device(device)
     cfg = bench.LdpcBenchConfig.quick() if quick else bench.LdpcBenchConfig()
     cfg = replace(cfg, steps=steps or cfg.steps, codewords=codewords or cfg.codewords)
     try:

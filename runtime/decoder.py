@@ -15,7 +15,7 @@ rules: a known 0 at a check, silence at a variable.
 
 from __future__ import annotations
 
-import itertools
+import copy
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -228,35 +228,30 @@ class ErasureDecoder(MessagePassing):
     def working_bytes(self, batch: int, index: TannerIndex) -> int:
         """Estimated peak bytes of one iteration on ``batch`` words (float32): three of its largest intermediate.
 
-        The logic layers broadcast (batch, rows, neurons, inputs); an MLP holds (batch, rows, hidden). Three:
-        the broadcast product, its complement and the allocator's cached block (an n = 480, batch 100,000
-        NLN decoder on an H200 held 62.6 GiB and asked for 53.6 more, with 46.3 reserved).
+        The logic layers broadcast (batch, rows, neurons, inputs); an MLP holds (batch, rows, hidden); the
+        gathered messages are (batch, rows, 2 dc). Three: the broadcast product, its complement and the
+        allocator's cached block (an n = 480, batch 100,000 NLN decoder on an H200 held 62.6 GiB and asked
+        for 53.6 more, with 46.3 reserved).
         """
         rows = max(index.edges, int(index.readout_in.shape[0]))
-        s = self.shape
-        widths = (2 * (s.dc - 1), 2 * s.dv)
-        per_row = {
-            "bp": 2 * s.dc,
-            "nln": max(widths[0] * 3 // 2 * (s.terms or widths[0]), widths[1] * 3),
-            "mlp": s.hidden,
-        }[s.kind]
-        return 3 * 4 * batch * rows * max(per_row, 2 * s.dc)
+        layers = [m.in_features * m.out_features for m in self.modules() if isinstance(m, MembershipLayer)]
+        per_row = max([2 * self.shape.dc, *layers, self.shape.hidden if self.shape.kind == "mlp" else 0])
+        return 3 * 4 * batch * rows * per_row
 
     def crisp(self) -> ErasureDecoder:
         """A copy whose memberships are 0 or 1 (threshold 1/2): the decoder that the printed formulas describe.
 
         Memberships a little off 0 or 1 leak a little truth at every iteration, and a recurrent decoder run
         for many more iterations than it was trained with accumulates the leak; the crisp copy has none.
+        BP and MLP decoders have no memberships: their copy is unchanged.
         """
-        copy = ErasureDecoder(self.shape)
-        copy.load_state_dict(self.state_dict())
-        if self.shape.kind == "nln":
-            with torch.no_grad():
-                for module in copy.modules():
-                    if isinstance(module, (MembershipLayer, Xor)):
-                        on = module.membership() > 0.5
-                        module.weight.copy_(torch.where(on, CRISP_LOGIT, -CRISP_LOGIT) / module.c)
-        return copy.to(next(itertools.chain(self.parameters(), self.buffers()), torch.empty(0)).device)
+        twin = copy.deepcopy(self)
+        with torch.no_grad():
+            for module in twin.modules():
+                if isinstance(module, (MembershipLayer, Xor)):
+                    on = module.membership() > 0.5
+                    module.weight.copy_(torch.where(on, CRISP_LOGIT, -CRISP_LOGIT) / module.c)
+        return twin
 
     def input_names(self) -> dict[str, list[str]]:
         s = self.shape

@@ -60,7 +60,9 @@ def run(cfg: LdpcBenchConfig, device: str = "cpu", progress: Progress | None = N
         trained[kind] = decoder
         training[kind] = {"config": asdict(train_cfg), **history}
     results = compare(code, trained, cfg.eps, cfg.ts, cfg.codewords, cfg.seed, progress=progress)
-    fuzzy = compare(code, {"nln": trained["nln"]}, cfg.eps, cfg.ts, cfg.codewords, cfg.seed, False, crisp=False)
+    fuzzy = compare(
+        code, {"nln": trained["nln"]}, cfg.eps, cfg.ts, cfg.codewords, cfg.seed, references=False, crisp=False
+    )
     long_results = compare(long_code, trained, cfg.eps, cfg.ts, cfg.long_codewords, cfg.seed, progress=progress)
     speed = {
         name: throughput(code, decoder, cfg.throughput_batch, cfg.throughput_t, 0.4, device)
@@ -98,10 +100,16 @@ def markdown(report: dict[str, Any]) -> str:
         "|---|---|" + "---|" * (len(ts) + 1),
     ]
     rows = report["results"]
+    shown = (  # table label, decoder, rows
+        ("nln", "nln", rows),
+        ("nln, fuzzy", "nln", report.get("nln_fuzzy", [])),
+        ("mlp", "mlp", rows),
+        ("bp", "bp", rows),
+    )
     for eps in report["config"]["eps"]:
         ml = next(r["ber"] for r in rows if r["eps"] == eps and r["decoder"] == "ml")
-        for name, source in (("nln", rows), ("nln, fuzzy", report.get("nln_fuzzy", [])), ("mlp", rows), ("bp", rows)):
-            ber = {r["t"]: r["ber"] for r in source if r["eps"] == eps and r["decoder"] == name.split(",")[0]}
+        for label, name, source in shown:
+            ber = {r["t"]: r["ber"] for r in source if r["eps"] == eps and r["decoder"] == name}
             if ber:
-                lines.append(f"| {eps} | {name} | " + " | ".join(f"{ber[t]:.4f}" for t in ts) + f" | {ml:.4f} |")
+                lines.append(f"| {eps} | {label} | " + " | ".join(f"{ber[t]:.4f}" for t in ts) + f" | {ml:.4f} |")
     return "\n".join(lines) + "\n"
