@@ -23,19 +23,8 @@ class MatrixError(ValueError):
 
 
 def gf2_rank(h: np.ndarray) -> int:
-    """Rank of a 0/1 matrix over GF(2) (Gaussian elimination on packed rows)."""
-    rows = [int("".join(map(str, r)), 2) for r in (np.asarray(h) % 2).astype(np.uint8)]
-    rank = 0
-    for bit in reversed(range(h.shape[1])):
-        pivot = next((i for i in range(rank, len(rows)) if rows[i] >> bit & 1), None)
-        if pivot is None:
-            continue
-        rows[rank], rows[pivot] = rows[pivot], rows[rank]
-        for i in range(len(rows)):
-            if i != rank and rows[i] >> bit & 1:
-                rows[i] ^= rows[rank]
-        rank += 1
-    return rank
+    """Rank of a 0/1 matrix over GF(2): its pivot count after elimination."""
+    return len(_row_reduced(h)[1])
 
 
 def four_cycles(h: np.ndarray) -> int:
@@ -281,6 +270,19 @@ def _extrinsic(side: str, node: np.ndarray, edge_ids: np.ndarray) -> dict[str, n
 
 def null_space(h: np.ndarray) -> np.ndarray:
     """A basis (k, n) of the code {x : H x = 0 over GF(2)}: the rows generate every codeword."""
+    a, pivots = _row_reduced(h)
+    n = a.shape[1]
+    chosen = set(pivots)
+    free = [c for c in range(n) if c not in chosen]
+    basis = np.zeros((len(free), n), dtype=np.uint8)
+    for i, f in enumerate(free):  # free bit f set, pivot bits fixed by their rows
+        basis[i, f] = 1
+        basis[i, pivots] = a[: len(pivots), f]
+    return basis
+
+
+def _row_reduced(h: np.ndarray) -> tuple[np.ndarray, list[int]]:
+    """Gauss-Jordan elimination over GF(2): the reduced 0/1 matrix and its pivot columns, in order."""
     a = (np.asarray(h) % 2).astype(np.uint8).copy()
     m, n = a.shape
     pivots: list[int] = []
@@ -295,9 +297,4 @@ def null_space(h: np.ndarray) -> np.ndarray:
         a[others] ^= a[row]
         pivots.append(col)
         row += 1
-    free = [c for c in range(n) if c not in set(pivots)]
-    basis = np.zeros((len(free), n), dtype=np.uint8)
-    for i, f in enumerate(free):  # free bit f set, pivot bits fixed by their rows
-        basis[i, f] = 1
-        basis[i, pivots] = a[: len(pivots), f]
-    return basis
+    return a, pivots
