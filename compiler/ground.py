@@ -4,7 +4,8 @@ For each learned predicate p with variables V, the input list is every well-type
 Terms(q, V) of its body predicates (minus p's own head atom). Every substitution of constants for V
 reads the valuation slots of its input atoms (gather) and writes p's head atom (scatter).
 
-Pruning (``prune=extensional``, the default) keeps a substitution only if each extra variable is
+Pruning (``prune=extensional``; under the default ``prune=auto`` only for predicates whose substitution
+grid, summed over worlds, exceeds PRUNE_ABOVE) keeps a substitution only if each extra variable is
 either bound by a true extensional input atom or takes the first constant of its domain. This is
 sound for every clause in which each extra variable either does not occur or occurs in at least
 one positive extensional body atom (see docs/language.md).
@@ -28,6 +29,7 @@ from nlndl.compiler.symbols import SymbolTable
 
 CHUNK = 1 << 20  # substitutions enumerated at a time
 MAX_SUBSTITUTIONS = 2_000_000_000  # beyond this even enumerating the grid is refused
+PRUNE_ABOVE = 20_000  # prune=auto prunes a predicate whose grid (all worlds) is larger than this
 
 
 @dataclass
@@ -178,8 +180,9 @@ class Lowering:
         values: np.ndarray,
         learned: set[str],
         functions: dict[str, np.ndarray],
+        prune: bool,
     ) -> None:
-        self.spec, self.inputs, self.layout, self.values = spec, inputs, layout, values
+        self.spec, self.inputs, self.layout, self.values, self.prune = spec, inputs, layout, values, prune
         self.functions, self.false_slot = functions, values.size - 1
         self.sizes = tuple(len(world.domains[t]) for t in spec.var_types)
         self.total = int(np.prod(self.sizes, dtype=np.int64))
@@ -204,7 +207,7 @@ class Lowering:
         chunks = []
         for start in range(0, self.total, CHUNK):
             flat = np.arange(start, min(start + CHUNK, self.total), dtype=np.int64)
-            if self.spec.prune == "none" or self.spec.extra == 0:
+            if not self.prune or self.spec.extra == 0:
                 chunks.append(flat)
                 continue
             theta = np.unravel_index(flat, self.sizes)
@@ -258,7 +261,15 @@ def examples(
     }
 
 
-def learned_ir(spec: LearnSpec, inputs: list[InputAtom]) -> LearnedIR:
+def prunes(spec: LearnSpec, worlds: list[GroundWorld]) -> bool:
+    """Whether ``spec``'s substitutions are pruned: always, never, or (auto) when its grid is large."""
+    if spec.prune != "auto":
+        return spec.prune == "extensional"
+    grid = sum(int(np.prod([len(w.domains[t]) for t in spec.var_types], dtype=np.int64)) for w in worlds)
+    return grid > PRUNE_ABOVE
+
+
+def learned_ir(spec: LearnSpec, inputs: list[InputAtom], pruned: bool) -> LearnedIR:
     return LearnedIR(
         spec.predicate,
         spec.head_arity,
@@ -268,6 +279,7 @@ def learned_ir(spec: LearnSpec, inputs: list[InputAtom]) -> LearnedIR:
         spec.negation,
         spec.invented,
         inputs,
+        pruned,
     )
 
 
@@ -280,6 +292,7 @@ def lower(
     relations = [r for r in checked.relations if r in used]  # everything the learned rules can read
     inputs = {p: input_list(spec, checked) for p, spec in checked.learned.items()}
     closed = {name for name, _ in checked.sketch.closed}
+    pruned = {p: prunes(spec, worlds) for p, spec in checked.learned.items()}
     plans = []
     estimate = 0
     for world in worlds:
@@ -288,7 +301,7 @@ def lower(
         functions = function_maps(checked, world, diags)
         lowerings = {}
         for p, spec in checked.learned.items():
-            low = Lowering(spec, inputs[p], world, layout, values, learned, functions)
+            low = Lowering(spec, inputs[p], world, layout, values, learned, functions, pruned[p])
             if low.total > MAX_SUBSTITUTIONS:
                 diags.error(
                     spec.span,
@@ -319,7 +332,7 @@ def lower(
             subst[p], pruned[p] = int(kept.size), int(low.total - kept.size)
         arrays.update(examples(world, layout, closed, diags))
         out.append(WorldIR(world.name, atoms, layout, world.domains, subst, pruned, arrays))
-    return {p: learned_ir(s, inputs[p]) for p, s in checked.learned.items()}, out
+    return {p: learned_ir(s, inputs[p], pruned[p]) for p, s in checked.learned.items()}, out
 
 
 def _size(n: int) -> str:

@@ -43,6 +43,7 @@ class LearnedIR:
     negation: bool
     invented: bool
     inputs: list[InputAtom]
+    pruned: bool = True  # substitutions were pruned (prune=extensional): the safety gate keeps clauses sound under it
 
 
 @dataclass

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 
 import torch
 from torch import nn
-from torch.utils.checkpoint import checkpoint
 
 from nlndl.compiler.ir import CompiledProgram, LearnedIR
 from nlndl.runtime.init import Init, initialise
@@ -20,7 +19,8 @@ from nlndl.runtime.layers import conjunction, disjunction
 from nlndl.runtime.message_passing import MessagePassing
 
 AMALGAMATIONS = ("or", "replace", "max")
-RECOMPUTE_ABOVE = 1 << 22  # elements of the fuzzy (K, S, terms, L) product worth recomputing in backward
+FUZZY_FORMS = ("power", "product")
+LOG_FLOOR = 1e-6  # memberships are capped at 1 - LOG_FLOOR inside log(1 - m)
 
 
 @dataclass
@@ -33,24 +33,36 @@ class ChainConfig:
     outer_init: Init = field(default_factory=lambda: Init("normal", mean=-1.0, std=1.0))
     aggregation: str = "or"  # over substitutions of one head atom: product OR or max
     amalgamation: str = "replace"  # new valuation vs old: replace (the reference's default), or, max
-    recompute: bool = True  # recompute NLN intermediates in backward (memory ~ inputs, not inputs x terms)
     safety: bool = True  # gate DNF terms that cannot read as safe clauses (see SafetyGate)
+    fuzzy: str = "power"  # learned (fuzzy) inputs: "power" (1 - m)^(1 - x), or the paper's "product" 1 - m (1 - x)
 
     def __post_init__(self) -> None:
         if self.amalgamation not in AMALGAMATIONS:
             raise ValueError(f"unknown amalgamation {self.amalgamation!r}")
+        if self.fuzzy not in FUZZY_FORMS:
+            raise ValueError(f"unknown fuzzy form {self.fuzzy!r}; expected one of {', '.join(FUZZY_FORMS)}")
         if self.restarts < 1:
             raise ValueError("at least one restart is needed")
 
 
 def nln_forward(
-    x: torch.Tensor, inner: torch.Tensor, outer: torch.Tensor, form: str, gate: torch.Tensor | None = None
+    x: torch.Tensor,
+    inner: torch.Tensor,
+    outer: torch.Tensor,
+    form: str,
+    gate: torch.Tensor | None = None,
+    fuzzy: str = "product",
 ) -> torch.Tensor:
     """Batched two-level NLN: x (K, S, L), inner m (K, terms, L), outer m (K, terms) -> (K, S).
 
-    ``gate`` (K, terms) scales each first-level term (the safety gate of DNF clauses).
+    ``gate`` (K, terms) scales each first-level term (the safety gate of DNF clauses); ``fuzzy="power"``
+    reads every first-level factor as a power of (1 - m) (see :func:`split_nln_forward`).
     """
-    first, second = (conjunction, disjunction) if form == "dnf" else (disjunction, conjunction)
+    if fuzzy == "power":
+        log_keep = torch.log1p(-inner.clamp(max=1.0 - LOG_FLOOR)).transpose(-1, -2)
+        keep = torch.exp(torch.matmul(1.0 - x if form == "dnf" else x, log_keep))
+        return _second(keep if form == "dnf" else 1.0 - keep, outer, form, gate)
+    first = conjunction if form == "dnf" else disjunction
     terms = first(x, inner.unsqueeze(1))  # (K, S, terms)
     return _second(terms, outer, form, gate)
 
@@ -62,33 +74,45 @@ def _second(terms: torch.Tensor, outer: torch.Tensor, form: str, gate: torch.Ten
     return second(terms, outer.unsqueeze(1).unsqueeze(-2)).squeeze(-1)
 
 
-LOG_FLOOR = 1e-6  # memberships are capped at 1 - LOG_FLOOR inside log(1 - m)
+@dataclass
+class Prepared:
+    """What every forward-chaining step of one run reads for one learned predicate in one world,
+    computed once: the crisp columns never change during a run, so their whole first-level
+    contribution is one matrix product per run instead of one per step."""
+
+    crisp_exponent: torch.Tensor  # (K, S, T): sum over crisp columns of log(1 - m) times (1 - x) (DNF) or x (CNF)
+    inner_fuzzy: torch.Tensor  # memberships of the fuzzy columns (K, T, Lf)
+    outer: torch.Tensor  # (K, T)
+    gate: torch.Tensor | None  # (K, T)
+    log_keep_fuzzy: torch.Tensor | None  # log(1 - m) of the fuzzy columns, under the power form
 
 
-def split_nln_forward(
-    crisp: torch.Tensor,
-    fuzzy: torch.Tensor,
-    inner_crisp: torch.Tensor,
-    inner_fuzzy: torch.Tensor,
-    outer: torch.Tensor,
-    form: str,
-    gate: torch.Tensor | None = None,
-) -> torch.Tensor:
+def split_nln_forward(fuzzy: torch.Tensor, prep: Prepared, form: str) -> torch.Tensor:
     """:func:`nln_forward` with the candidate columns split into crisp (extensional: exactly 0 or 1) and
     fuzzy ones. For crisp x the first level's product is exp of a matrix product, since
-    1 - m (1 - x) = (1 - m)^(1 - x) and 1 - m x = (1 - m)^x at x in {0, 1}; fuzzy columns keep the
-    exact product. Same values (up to the LOG_FLOOR cap) at a fraction of the memory and time."""
-    log_keep = torch.log1p(-inner_crisp.clamp(max=1.0 - LOG_FLOOR))  # (K, T, Lc)
+    1 - m (1 - x) = (1 - m)^(1 - x) and 1 - m x = (1 - m)^x at x in {0, 1} (``prep.crisp_exponent``).
+    Fuzzy columns (K, S, Lf) keep the exact product, or under the power form (``prep.log_keep_fuzzy``
+    set) use the same power, which agrees with it at 0 and 1 and costs a matrix product instead of a
+    (K, S, terms, Lf) tensor."""
+    power = prep.log_keep_fuzzy is not None and fuzzy.shape[-1] > 0
+    exponent = prep.crisp_exponent
+    if power:
+        weights = prep.log_keep_fuzzy.mT  # (K, Lf, T)
+        if form == "dnf":  # (1 - x) @ W = colsum(W) - x @ W, without a (K, S, Lf) tensor 1 - x
+            exponent = exponent + weights.sum(-2, keepdim=True) - torch.matmul(fuzzy, weights)
+        else:
+            exponent = exponent + torch.matmul(fuzzy, weights)
+        exponent = exponent.clamp(max=0.0)  # <= 0 exactly; rounding in the sums must not lift a term above 1
     if form == "dnf":
-        terms = torch.exp(torch.matmul(1.0 - crisp, log_keep.transpose(-1, -2)))  # (K, S, T)
-        if fuzzy.shape[-1]:
-            terms = terms * conjunction(fuzzy, inner_fuzzy.unsqueeze(1))
+        terms = torch.exp(exponent)  # (K, S, T)
+        if fuzzy.shape[-1] and not power:
+            terms = terms * conjunction(fuzzy, prep.inner_fuzzy.unsqueeze(1))
     else:
-        keep = torch.exp(torch.matmul(crisp, log_keep.transpose(-1, -2)))  # prod (1 - m x) over crisp x
-        if fuzzy.shape[-1]:
-            keep = keep * (1.0 - disjunction(fuzzy, inner_fuzzy.unsqueeze(1)))
+        keep = torch.exp(exponent)  # prod (1 - m x) over the inputs
+        if fuzzy.shape[-1] and not power:
+            keep = keep * (1.0 - disjunction(fuzzy, prep.inner_fuzzy.unsqueeze(1)))
         terms = 1.0 - keep
-    return _second(terms, outer, form, gate)
+    return _second(terms, prep.outer, form, prep.gate)
 
 
 def fuzzy_any(m: torch.Tensor, incidence: torch.Tensor) -> torch.Tensor:
@@ -102,8 +126,9 @@ class SafetyGate(nn.Module):
 
     - every head variable occurs in a selected positive atom;
     - every variable of a selected negated atom occurs in a selected positive atom;
-    - every extra variable that occurs at all occurs in a selected positive extensional atom
-      (the class of clauses whose pruned and full semantics agree, see docs/language.md).
+    - when the substitutions were pruned, every extra variable that occurs at all occurs in a selected
+      positive extensional atom (the class of clauses whose pruned and full semantics agree, see
+      docs/language.md).
     """
 
     def __init__(self, ir: LearnedIR, learned: set[str]) -> None:
@@ -115,7 +140,7 @@ class SafetyGate(nn.Module):
             for v in atom.vars:
                 contains[i, v] = 1.0
             extensional[i] = float(atom.predicate not in learned)
-        self.negation, self.arity = ir.negation, ir.arity
+        self.negation, self.arity, self.pruned = ir.negation, ir.arity, ir.pruned
         self.register_buffer("contains", contains, persistent=False)
         self.register_buffer("extensional", contains * extensional, persistent=False)
 
@@ -130,6 +155,8 @@ class SafetyGate(nn.Module):
             in_negated = fuzzy_any(negated, self.contains)
             gate = gate * (1.0 - in_negated * (1.0 - bound)).prod(-1)
             used = 1.0 - (1.0 - bound) * (1.0 - in_negated)
+        if not self.pruned:
+            return gate
         extra = slice(self.arity, None)
         grounded = fuzzy_any(positive, self.extensional)
         return gate * (1.0 - used[..., extra] * (1.0 - grounded[..., extra])).prod(-1)
@@ -146,7 +173,7 @@ class PredicateFunction(nn.Module):
         self.inner = nn.Parameter(torch.empty(config.restarts, ir.terms, width))
         self.outer = nn.Parameter(torch.empty(config.restarts, ir.terms))
         self.inner_init, self.outer_init = config.inner_init, config.outer_init
-        self.recompute = config.recompute
+        self.power = config.fuzzy == "power"
         crisp = [i for i, a in enumerate(ir.inputs) if a.predicate not in learned]
         fuzzy = [i for i, a in enumerate(ir.inputs) if a.predicate in learned]
         n = len(ir.inputs)
@@ -166,17 +193,26 @@ class PredicateFunction(nn.Module):
     def memberships(self) -> tuple[torch.Tensor, torch.Tensor]:
         return torch.sigmoid(self.c * self.inner), torch.sigmoid(self.c * self.outer)
 
-    def forward(self, crisp: torch.Tensor, fuzzy: torch.Tensor) -> torch.Tensor:
-        """Gathered candidate atoms, crisp (K, S, Lc) and fuzzy (K, S, Lf) -> (K, S) value of F_p."""
-        if self.ir.negation:
-            crisp = torch.cat([crisp, 1.0 - crisp], dim=-1)
-            fuzzy = torch.cat([fuzzy, 1.0 - fuzzy], dim=-1)
+    def prepare(self, crisp: torch.Tensor) -> Prepared:
+        """Everything a run's steps share, from the gathered crisp columns (S, Lc) of one world."""
         inner, outer = self.memberships()
         gate = self.gate(inner) if self.gate is not None else None
-        args = (crisp, fuzzy, inner[..., self.crisp_columns], inner[..., self.fuzzy_columns], outer, self.ir.form, gate)
-        if self.recompute and torch.is_grad_enabled() and fuzzy.numel() * inner.shape[1] > RECOMPUTE_ABOVE:
-            return checkpoint(split_nln_forward, *args, use_reentrant=False)
-        return split_nln_forward(*args)
+        log_keep = torch.log1p(-inner.clamp(max=1.0 - LOG_FLOOR))
+        if self.ir.negation:
+            crisp = torch.cat([crisp, 1.0 - crisp], dim=-1)
+        k, terms, _ = log_keep.shape
+        # (S, Lc) @ (Lc, K * T): one matrix product for all restarts, whose crisp inputs are the same
+        weights = log_keep[..., self.crisp_columns].reshape(k * terms, -1).mT
+        exponent = torch.matmul(1.0 - crisp if self.ir.form == "dnf" else crisp, weights)
+        exponent = exponent.reshape(-1, k, terms).transpose(0, 1)
+        fuzzy = log_keep[..., self.fuzzy_columns] if self.power else None
+        return Prepared(exponent, inner[..., self.fuzzy_columns], outer, gate, fuzzy)
+
+    def forward(self, fuzzy: torch.Tensor, prep: Prepared) -> torch.Tensor:
+        """Gathered fuzzy candidate atoms (K, S, Lf) -> (K, S) value of F_p."""
+        if self.ir.negation:
+            fuzzy = torch.cat([fuzzy, 1.0 - fuzzy], dim=-1)
+        return split_nln_forward(fuzzy, prep, self.ir.form)
 
 
 class ChainStep(MessagePassing):
@@ -186,8 +222,10 @@ class ChainStep(MessagePassing):
         super().__init__(aggregation)
         self.function, self.amalgamation = function, amalgamation
 
-    def message(self, gathered: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
-        return self.function(*gathered)
+    prepared: Prepared | None = None  # set by ForwardChainer.run for the duration of a run
+
+    def message(self, gathered: torch.Tensor) -> torch.Tensor:
+        return self.function(gathered, self.prepared)
 
     def update(self, old: torch.Tensor, aggregated: torch.Tensor) -> torch.Tensor:
         if self.amalgamation == "replace":
@@ -241,13 +279,18 @@ class ForwardChainer(nn.Module):
     def run(self, world: WorldTensors, steps: int | None = None) -> torch.Tensor:
         """Valuations (K, atoms) after T forward-chaining steps from the world's initial valuation."""
         x = world.valuation.unsqueeze(0).expand(self.restarts, -1).clone()
+        for p in self.order:
+            crisp = world.valuation[getattr(world, f"gather_crisp_{p}")]
+            self.steps_[p].prepared = self.functions[p].prepare(crisp)
         for _ in range(self.program.steps if steps is None else steps):
             for p in self.order:
                 offset, size = world.ranges[p]
                 old = x[:, offset : offset + size]
-                index = (getattr(world, f"gather_crisp_{p}"), getattr(world, f"gather_fuzzy_{p}"))
+                index = getattr(world, f"gather_fuzzy_{p}")
                 new = self.steps_[p].propagate(x, index, getattr(world, f"scatter_{p}"), size, old)
                 x = torch.cat([x[:, :offset], new, x[:, offset + size :]], dim=1)
+        for p in self.order:
+            self.steps_[p].prepared = None
         return x
 
     def losses(self) -> torch.Tensor:
@@ -265,7 +308,11 @@ class ForwardChainer(nn.Module):
         for world in self.worlds:
             values = self.run(world)[:, world.example_slots]
             labels = world.example_labels.unsqueeze(0).expand_as(values)
-            bce = torch.nn.functional.binary_cross_entropy(values, labels, reduction="none")
+            # binary cross-entropy, log clamped at -100 as torch's; written out so that a NaN valuation
+            # yields a NaN loss (its restart is then re-initialised) instead of an exception for every restart
+            bce = -(
+                labels * torch.log(values).clamp(min=-100.0) + (1.0 - labels) * torch.log1p(-values).clamp(min=-100.0)
+            )
             positive = world.example_labels > 0.5
             for kind, mask in ((True, positive), (False, ~positive)):
                 sums[kind] = sums[kind] + bce[:, mask].sum(-1)

@@ -49,7 +49,7 @@ def dense_run(model: ForwardChainer, world_index: int = 0) -> torch.Tensor:
             function = model.functions[p]
             inner, outer = function.memberships()
             gate = function.gate(inner) if function.gate is not None else None
-            f = nln_forward(gathered, inner, outer, program.learned[p].form, gate)  # (K, S)
+            f = nln_forward(gathered, inner, outer, program.learned[p].form, gate, model.config.fuzzy)  # (K, S)
             if model.config.aggregation == "max":
                 new = (f.unsqueeze(-1) * h.unsqueeze(0)).amax(1)
             else:

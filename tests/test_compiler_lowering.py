@@ -77,6 +77,19 @@ def test_save_load_round_trip(tmp_path):
     assert not list((tmp_path / "out").glob("*.pkl"))
 
 
+def test_auto_prunes_only_large_grids(tmp_path, monkeypatch):
+    """prune=auto (the default) keeps every substitution of a small grid, and prunes past PRUNE_ABOVE."""
+    from nlndl.compiler import ground
+
+    text = TINY.replace(", prune={prune}", "")
+    small = compile_text(tmp_path, text)
+    assert small.worlds[0].pruned["p"] == 0 and not small.learned["p"].pruned
+    monkeypatch.setattr(ground, "PRUNE_ABOVE", 26)  # the grid is 3 x 3 x 3 = 27
+    large = compile_text(tmp_path, text)
+    pruned = compile_text(tmp_path, TINY.format(prune="extensional"))
+    assert large.learned["p"].pruned and large.worlds[0].pruned["p"] == pruned.worlds[0].pruned["p"] > 0
+
+
 def test_load_rejects_other_directories(tmp_path):
     with pytest.raises(ValueError):
         CompiledProgram.load(tmp_path)
