@@ -223,7 +223,7 @@ class _Checker:
                 body=body,
                 negation=self.flag_option(opts.get("negation")),
                 invented=self.flag_option(opts.get("invented")),
-                prune=self.word_option(opts.get("prune"), "auto", PRUNE_MODES),
+                prune=self.word_option(opts.get("prune"), "extensional", PRUNE_MODES),
                 span=learn.span,
                 norepeat=self.flag_option(opts.get("norepeat")),
                 functions=self.functions_option(opts.get("functions")),

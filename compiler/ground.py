@@ -4,7 +4,7 @@ For each learned predicate p with variables V, the input list is every well-type
 Terms(q, V) of its body predicates (minus p's own head atom). Every substitution of constants for V
 reads the valuation slots of its input atoms (gather) and writes p's head atom (scatter).
 
-Pruning (``prune=extensional``; under the default ``prune=auto`` only for predicates whose substitution
+Pruning (``prune=extensional``, the default; under ``prune=auto`` only for predicates whose substitution
 grid, summed over worlds, exceeds PRUNE_ABOVE) keeps a substitution only if each extra variable is
 either bound by a true extensional input atom or takes the first constant of its domain. This is
 sound for every clause in which each extra variable either does not occur or occurs in at least

@@ -78,10 +78,10 @@ def test_save_load_round_trip(tmp_path):
 
 
 def test_auto_prunes_only_large_grids(tmp_path, monkeypatch):
-    """prune=auto (the default) keeps every substitution of a small grid, and prunes past PRUNE_ABOVE."""
+    """prune=auto keeps every substitution of a small grid, and prunes past PRUNE_ABOVE."""
     from nlndl.compiler import ground
 
-    text = TINY.replace(", prune={prune}", "")
+    text = TINY.format(prune="auto")
     small = compile_text(tmp_path, text)
     assert small.worlds[0].pruned["p"] == 0 and not small.learned["p"].pruned
     monkeypatch.setattr(ground, "PRUNE_ABOVE", 26)  # the grid is 3 x 3 x 3 = 27
