@@ -23,6 +23,11 @@ FUZZY_FORMS = ("power", "product")
 LOG_FLOOR = 1e-6  # memberships are capped at 1 - LOG_FLOOR inside log(1 - m)
 
 
+def log_keep(m: torch.Tensor) -> torch.Tensor:
+    """log(1 - m), with m capped at 1 - LOG_FLOOR: the exponent of the power form (1 - m)^x."""
+    return torch.log1p(-m.clamp(max=1.0 - LOG_FLOOR))
+
+
 @dataclass
 class ChainConfig:
     """How learned predicates are parameterised and chained."""
@@ -59,8 +64,7 @@ def nln_forward(
     reads every first-level factor as a power of (1 - m) (see :func:`split_nln_forward`).
     """
     if fuzzy == "power":
-        log_keep = torch.log1p(-inner.clamp(max=1.0 - LOG_FLOOR)).transpose(-1, -2)
-        keep = torch.exp(torch.matmul(1.0 - x if form == "dnf" else x, log_keep))
+        keep = torch.exp(torch.matmul(1.0 - x if form == "dnf" else x, log_keep(inner).mT))
         return _second(keep if form == "dnf" else 1.0 - keep, outer, form, gate)
     first = conjunction if form == "dnf" else disjunction
     terms = first(x, inner.unsqueeze(1))  # (K, S, terms)
@@ -197,15 +201,15 @@ class PredicateFunction(nn.Module):
         """Everything a run's steps share, from the gathered crisp columns (S, Lc) of one world."""
         inner, outer = self.memberships()
         gate = self.gate(inner) if self.gate is not None else None
-        log_keep = torch.log1p(-inner.clamp(max=1.0 - LOG_FLOOR))
+        logs = log_keep(inner)
         if self.ir.negation:
             crisp = torch.cat([crisp, 1.0 - crisp], dim=-1)
-        k, terms, _ = log_keep.shape
+        k, terms, _ = logs.shape
         # (S, Lc) @ (Lc, K * T): one matrix product for all restarts, whose crisp inputs are the same
-        weights = log_keep[..., self.crisp_columns].reshape(k * terms, -1).mT
+        weights = logs[..., self.crisp_columns].reshape(k * terms, -1).mT
         exponent = torch.matmul(1.0 - crisp if self.ir.form == "dnf" else crisp, weights)
         exponent = exponent.reshape(-1, k, terms).transpose(0, 1)
-        fuzzy = log_keep[..., self.fuzzy_columns] if self.power else None
+        fuzzy = logs[..., self.fuzzy_columns] if self.power else None
         return Prepared(exponent, inner[..., self.fuzzy_columns], outer, gate, fuzzy)
 
     def forward(self, fuzzy: torch.Tensor, prep: Prepared) -> torch.Tensor:
@@ -247,9 +251,10 @@ class WorldTensors(nn.Module):
         self.ranges: dict[str, tuple[int, int]] = {}
         for p, function in learned.items():
             gather = world.gather(p)
-            crisp = torch.from_numpy(gather[:, function.crisp_inputs].copy())
+            # extensional atoms keep their values during a run: store the values, not where to gather them
+            crisp = torch.from_numpy(world.valuation[gather[:, function.crisp_inputs]])
             fuzzy = torch.from_numpy(gather[:, function.fuzzy_inputs].copy())
-            self.register_buffer(f"gather_crisp_{p}", crisp, persistent=False)
+            self.register_buffer(f"crisp_{p}", crisp, persistent=False)
             self.register_buffer(f"gather_fuzzy_{p}", fuzzy, persistent=False)
             local = world.scatter(p) - world.layout[p].offset
             self.register_buffer(f"scatter_{p}", torch.from_numpy(local.copy()), persistent=False)
@@ -280,8 +285,7 @@ class ForwardChainer(nn.Module):
         """Valuations (K, atoms) after T forward-chaining steps from the world's initial valuation."""
         x = world.valuation.unsqueeze(0).expand(self.restarts, -1).clone()
         for p in self.order:
-            crisp = world.valuation[getattr(world, f"gather_crisp_{p}")]
-            self.steps_[p].prepared = self.functions[p].prepare(crisp)
+            self.steps_[p].prepared = self.functions[p].prepare(getattr(world, f"crisp_{p}"))
         for _ in range(self.program.steps if steps is None else steps):
             for p in self.order:
                 offset, size = world.ranges[p]
