@@ -43,9 +43,11 @@ def compile_sketch(
     fact_dir: Path | None = None,
     memory_limit: int = DEFAULT_MEMORY_LIMIT,
     steps: int | None = None,
+    background: tuple[Path, ...] = (),
 ) -> CompiledProgram:
-    """Compile the sketch at ``path``; raises CompileError carrying every diagnostic."""
-    sketch = parse_file(path)
+    """Compile the sketch at ``path``, with the rules of each ``background`` program (for example one
+    an earlier ``nlndl train`` wrote) added as background; raises CompileError carrying every diagnostic."""
+    sketch = parse_file(path, tuple(background))
     diags = Diagnostics(sources=dict(sketch.sources))
     checked = check(sketch, diags)
     symbols = SymbolTable()

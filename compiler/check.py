@@ -106,6 +106,7 @@ class LearnSpec:
 class Checked:
     sketch: ast.Sketch
     types: dict[str, str] = field(default_factory=dict)  # type name -> base type
+    parents: dict[str, str] = field(default_factory=dict)  # declared type -> the type it is a subtype of
     relations: dict[str, ast.RelationDecl] = field(default_factory=dict)
     learned: dict[str, LearnSpec] = field(default_factory=dict)
     strata: Strata | None = None
@@ -113,6 +114,17 @@ class Checked:
 
     def base_type(self, relation: str, position: int) -> str:
         return self.types[self.relations[relation].attributes[position].type]
+
+    def supertypes(self, name: str) -> list[str]:
+        """``name`` and every type it is a subtype of, nearest first (``.type Pair <: L`` gives Pair, L, symbol)."""
+        chain = [name]
+        while chain[-1] in self.parents:
+            chain.append(self.parents[chain[-1]])
+        return chain
+
+    def is_subtype(self, sub: str, sup: str) -> bool:
+        """Whether a value of type ``sub`` may stand where ``sup`` is expected (Soufflé's subtyping)."""
+        return sup in self.supertypes(sub)
 
 
 class _Checker:
@@ -149,6 +161,7 @@ class _Checker:
                 self.error(decl.span, f"unknown base type {decl.base} (expected symbol, number or a declared type)")
             else:
                 self.out.types[decl.name] = self.out.types[decl.base]
+                self.out.parents[decl.name] = decl.base
 
     def check_relations(self) -> None:
         for decl in self.sketch.relations:

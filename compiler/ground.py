@@ -105,6 +105,9 @@ def ground_worlds(
         for name, args, _, _ in examples:
             for a, c in zip(checked.relations[name].attributes, args, strict=True):
                 domains[a.type].add(c)
+        for t in list(domains):  # a subtype's constants belong to every type above it
+            for sup in checked.supertypes(t)[1:]:
+                domains[sup] |= domains[t]
         out.append(GroundWorld(world.name, world.span, db, examples, {t: sorted(d) for t, d in domains.items()}))
     return out
 
@@ -115,12 +118,12 @@ def input_list(spec: LearnSpec, checked: Checked) -> list[InputAtom]:
     terms: list[tuple[int, str | None, str]] = [(v, None, t) for v, t in enumerate(spec.var_types)]
     for f in spec.functions:
         arg_type, out_type = (a.type for a in checked.relations[f].attributes)
-        terms += [(v, f, out_type) for v, t in enumerate(spec.var_types) if t == arg_type]
+        terms += [(v, f, out_type) for v, t in enumerate(spec.var_types) if checked.is_subtype(t, arg_type)]
     atoms = []
     head = InputAtom(spec.predicate, tuple(range(spec.head_arity)))
     for q in spec.body:
         types = [a.type for a in checked.relations[q].attributes]
-        candidates = [[(v, f) for v, f, t in terms if t == qt] for qt in types]
+        candidates = [[(v, f) for v, f, t in terms if checked.is_subtype(t, qt)] for qt in types]
         for combo in np.ndindex(*[len(c) for c in candidates]) if types else [()]:
             chosen = [candidates[i][j] for i, j in enumerate(combo)]
             atom = InputAtom(q, tuple(v for v, _ in chosen), tuple(f for _, f in chosen))
@@ -181,9 +184,12 @@ class Lowering:
         learned: set[str],
         functions: dict[str, np.ndarray],
         prune: bool,
+        checked: Checked,
     ) -> None:
         self.spec, self.inputs, self.layout, self.values, self.prune = spec, inputs, layout, values, prune
         self.functions, self.false_slot = functions, values.size - 1
+        self.function_types = {f: tuple(a.type for a in checked.relations[f].attributes) for f in spec.functions}
+        self.world = world
         self.sizes = tuple(len(world.domains[t]) for t in spec.var_types)
         self.total = int(np.prod(self.sizes, dtype=np.int64))
         self.extensional = [a for a in inputs if a.predicate not in learned]
@@ -193,14 +199,25 @@ class Lowering:
         entry = self.layout[atom.predicate]
         if not entry.shape:
             return np.full(theta[0].shape if theta else (1,), entry.offset, dtype=np.int64)
-        args = [
-            theta[v] if f is None else self.functions[f][theta[v]] for v, f in zip(atom.vars, atom.funcs, strict=True)
-        ]
+        args = []
+        for v, f, want in zip(atom.vars, atom.funcs, entry.types, strict=True):
+            x, have = theta[v], self.spec.var_types[v]
+            if f is not None:
+                arg_type, have = self.function_types[f]
+                x = self.functions[f][self.lift(x, self.spec.var_types[v], arg_type)]
+            args.append(self.lift(x, have, want))
         undefined = np.zeros(args[0].shape, dtype=bool)
         for a in args:
             undefined |= a < 0
         slots = entry.offset + np.ravel_multi_index(tuple(np.maximum(a, 0) for a in args), entry.shape)
         return np.where(undefined, self.false_slot, slots)
+
+    def lift(self, x: np.ndarray, sub: str, sup: str) -> np.ndarray:
+        """Domain positions of type ``sub`` as positions in the domain of its supertype ``sup`` (-1 stays -1)."""
+        if sub == sup:
+            return x
+        table = np.array([self.world.positions[sup][c] for c in self.world.domains[sub]] + [-1], dtype=np.int64)
+        return table[x]  # x = -1 (an undefined function value) reads the trailing -1
 
     def kept(self) -> np.ndarray:
         """Flat indices (into the substitution grid) of the substitutions that survive pruning."""
@@ -301,7 +318,7 @@ def lower(
         functions = function_maps(checked, world, diags)
         lowerings = {}
         for p, spec in checked.learned.items():
-            low = Lowering(spec, inputs[p], world, layout, values, learned, functions, pruned[p])
+            low = Lowering(spec, inputs[p], world, layout, values, learned, functions, pruned[p], checked)
             if low.total > MAX_SUBSTITUTIONS:
                 diags.error(
                     spec.span,

@@ -204,15 +204,60 @@ def parse_text(text: str, filename: str = "<sketch>") -> tuple[ast.Sketch, Diagn
     return sketch, diags
 
 
-def parse_file(path: Path) -> ast.Sketch:
-    """Parse a sketch file; raises CompileError with every diagnostic if any were found."""
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        diags = Diagnostics()
-        diags.error(Span(str(path), 1, 1), f"cannot read sketch: {getattr(exc, 'strerror', None) or exc}")
-        raise CompileError(diags) from None
-    sketch, diags = parse_text(text, str(path))
+def parse_file(path: Path, background: tuple[Path, ...] = ()) -> ast.Sketch:
+    """Parse a sketch file, then each ``background`` program into it (see :func:`add_background`);
+    raises CompileError with every diagnostic if any were found."""
+    sketch, diags = parse_text(_read(path, "sketch", Diagnostics()), str(path))
+    for extra in background:
+        add_background(sketch, extra, diags)
     if diags:
         raise CompileError(diags)
     return sketch
+
+
+def _read(path: Path, what: str, diags: Diagnostics) -> str:
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        diags.error(Span(str(path), 1, 1), f"cannot read {what}: {getattr(exc, 'strerror', None) or exc}")
+        raise CompileError(diags) from None
+
+
+def add_background(sketch: ast.Sketch, path: Path, diags: Diagnostics) -> None:
+    """Add the rules of a Datalog program (such as the ``<name>.dl`` an earlier ``nlndl train`` wrote)
+    to ``sketch`` as background rules shared by every world: how a learned predicate becomes background
+    knowledge of the next task. Its types and declarations are taken where the sketch lacks them and
+    must agree where it has them; ``.input``/``.output`` are ignored; learning directives, examples and
+    worlds are errors. Its facts and rules hold in every world."""
+    text = _read(path, "background program", diags)
+    extra = ast.Sketch(worlds=[ast.World("main", None)])
+    _parse_into(text, path, extra, diags, {path.resolve()})
+    sketch.sources.update(extra.sources)
+    for item, what in (
+        (extra.learns, ".learn"),
+        (extra.closed, ".closed"),
+        (extra.functions, ".function"),
+        (extra.worlds[1:], ".world"),
+        (extra.worlds[0].examples, "an example"),
+    ):
+        for entry in item:
+            span = entry[1] if isinstance(entry, tuple) else entry.span
+            diags.error(span, f"{what} in a background program (it may hold declarations and rules only)")
+    if extra.steps is not None:
+        diags.error(extra.steps[1], ".steps in a background program (it may hold declarations and rules only)")
+    types = {t.name: t for t in sketch.types}
+    for decl in extra.types:
+        known = types.get(decl.name)
+        if known is None:
+            sketch.types.append(decl)
+        elif known.base != decl.base:
+            diags.error(decl.span, f"type {decl.name} <: {decl.base} differs from the sketch's ({known.span})")
+    relations = {r.name: r for r in sketch.relations}
+    for decl in extra.relations:
+        known = relations.get(decl.name)
+        if known is None:
+            sketch.relations.append(decl)
+        elif [a.type for a in known.attributes] != [a.type for a in decl.attributes]:
+            mine = ", ".join(a.type for a in decl.attributes)
+            diags.error(decl.span, f"{decl.name}({mine}) differs from the sketch's declaration at {known.span}")
+    sketch.worlds[0].clauses.extend(extra.worlds[0].clauses)

@@ -94,6 +94,20 @@ class Show(StrEnum):
     ir = "ir"
 
 
+# A Datalog program whose rules join the sketch's background: how a learned predicate (the <name>.dl of an
+# earlier train) becomes background knowledge of the next task.
+Background = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "-B",
+        "--background",
+        exists=True,
+        dir_okay=False,
+        help="A Datalog program whose rules join the sketch's background, e.g. the <name>.dl of an earlier train.",
+    ),
+]
+
+
 @app.command("compile")
 def compile_command(
     sketch: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="The program sketch (.dl).")],
@@ -107,6 +121,7 @@ def compile_command(
     show: Annotated[list[Show] | None, typer.Option(help="Also print: depgraph, strata or ir.")] = None,
     memory_limit: Annotated[str, typer.Option(help="Refuse index arrays larger than this.")] = "2GiB",
     steps: Annotated[int | None, typer.Option(min=1, help="Forward-chaining steps (default: derived).")] = None,
+    background: Background = None,
 ) -> None:
     """Check a program sketch and compile it to index arrays."""
     from nlndl.compiler import CompileError, compile_sketch
@@ -124,7 +139,7 @@ def compile_command(
         except OutputError as exc:
             _fail(str(exc))
     try:
-        program = compile_sketch(sketch, fact_dir, memory_limit=limit, steps=steps)
+        program = compile_sketch(sketch, fact_dir, memory_limit=limit, steps=steps, background=tuple(background or ()))
     except CompileError as exc:
         _fail(exc.diagnostics.render())
     summary = _save_and_summarise(program.summary(), output, program.save, json_summary)
@@ -149,11 +164,13 @@ class Dialect(StrEnum):
     clingo = "clingo"
 
 
-def _compile_or_fail(sketch: Path, fact_dir: Path | None, steps: int | None = None):
+def _compile_or_fail(
+    sketch: Path, fact_dir: Path | None, steps: int | None = None, background: list[Path] | None = None
+):
     from nlndl.compiler import CompileError, compile_sketch
 
     try:
-        return compile_sketch(sketch, fact_dir, steps=steps)
+        return compile_sketch(sketch, fact_dir, steps=steps, background=tuple(background or ()))
     except CompileError as exc:
         _fail(exc.diagnostics.render())
 
@@ -194,6 +211,7 @@ def train_command(
     ] = False,
     json_summary: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    background: Background = None,
 ) -> None:
     """Learn the sketch's predicates; write the verified rules as Soufflé and clingo Datalog.
 
@@ -207,7 +225,7 @@ def train_command(
     from nlndl.runtime.train import TrainConfig
 
     _check_device(device)
-    program = _compile_or_fail(sketch, fact_dir, steps)
+    program = _compile_or_fail(sketch, fact_dir, steps, background)
     stem = "_".join(sorted(program.learned)) or sketch.stem
     _check_results_dir(output_dir, stem)
     checkpoint = output_dir / f"{stem}.checkpoint"
@@ -230,6 +248,7 @@ def train_command(
         "nlndl": __version__,
         "sketch": str(sketch.resolve()),
         "fact_dir": str(fact_dir.resolve()) if fact_dir else None,
+        "background": [str(b.resolve()) for b in background or ()],
         "seed": seed,
         **result.to_json(),
     }
@@ -270,11 +289,12 @@ def export_command(
     try:
         record = json.loads(results.read_text())
         sketch, fact_dir, rules_text = Path(record["sketch"]), record.get("fact_dir"), record["rules"]
+        background = [Path(b) for b in record.get("background", [])]
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
         _fail(f"{results}:1:1: error: not a results file written by nlndl train ({exc})")
     if not sketch.exists():
         _fail(f"{results}: error: its sketch {sketch} no longer exists")
-    program = _compile_or_fail(sketch, Path(fact_dir) if fact_dir else None)
+    program = _compile_or_fail(sketch, Path(fact_dir) if fact_dir else None, background=background)
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -295,13 +315,14 @@ def check_command(
     rules: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="Datalog rules (.dl syntax).")],
     sketch: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="The sketch with the examples.")],
     fact_dir: Annotated[Path | None, typer.Option("-F", "--fact-dir", help="Where .facts files are.")] = None,
+    background: Background = None,
 ) -> None:
     """Run rules on a sketch's worlds with clingo; report examples they get wrong. Exit 0 if none."""
     from nlndl.api import read_rules
     from nlndl.compiler import CompileError
     from nlndl.verify import clingo_score
 
-    program = _compile_or_fail(sketch, fact_dir)
+    program = _compile_or_fail(sketch, fact_dir, background=background)
     try:
         parsed = read_rules(rules, program)
     except CompileError as exc:

@@ -17,6 +17,7 @@ from nlndl.compiler.ir import CompiledProgram, LearnedIR
 from nlndl.runtime.init import Init, initialise
 from nlndl.runtime.layers import conjunction, disjunction
 from nlndl.runtime.message_passing import MessagePassing
+from nlndl.runtime.scatter import BELOW_ONE, or_reduce
 
 AMALGAMATIONS = ("or", "replace", "max")
 FUZZY_FORMS = ("power", "product")
@@ -26,6 +27,15 @@ LOG_FLOOR = 1e-6  # memberships are capped at 1 - LOG_FLOOR inside log(1 - m)
 def log_keep(m: torch.Tensor) -> torch.Tensor:
     """log(1 - m), with m capped at 1 - LOG_FLOOR: the exponent of the power form (1 - m)^x."""
     return torch.log1p(-m.clamp(max=1.0 - LOG_FLOOR))
+
+
+def safe_log(x: torch.Tensor) -> torch.Tensor:
+    """log(x) for the cross-entropy, at least log(float32's smallest normal), about -87, and finite in value and
+    gradient at x = 0: clamping log(x) afterwards (torch's -100) multiplies an infinite gradient by zero, a NaN that
+    then re-initialises every restart whose valuation underflows to 0. Written out rather than torch's
+    binary_cross_entropy so that a NaN valuation yields a NaN loss (its restart is re-initialised) instead of an
+    exception for every restart."""
+    return torch.log(x.clamp(min=torch.finfo(torch.float32).tiny))
 
 
 @dataclass
@@ -74,8 +84,10 @@ def nln_forward(
 def _second(terms: torch.Tensor, outer: torch.Tensor, form: str, gate: torch.Tensor | None) -> torch.Tensor:
     if gate is not None:
         terms = terms * gate.unsqueeze(1)
-    second = disjunction if form == "dnf" else conjunction
-    return second(terms, outer.unsqueeze(1).unsqueeze(-2)).squeeze(-1)
+    if form == "dnf":  # the disjunction 1 - prod_t (1 - m_t y_t), precise where every term is tiny
+        selected = (terms * outer.unsqueeze(1)).clamp(max=BELOW_ONE)
+        return or_reduce(torch.log1p(-selected).sum(-1))
+    return conjunction(terms, outer.unsqueeze(1).unsqueeze(-2)).squeeze(-1)
 
 
 @dataclass
@@ -312,11 +324,7 @@ class ForwardChainer(nn.Module):
         for world in self.worlds:
             values = self.run(world)[:, world.example_slots]
             labels = world.example_labels.unsqueeze(0).expand_as(values)
-            # binary cross-entropy, log clamped at -100 as torch's; written out so that a NaN valuation
-            # yields a NaN loss (its restart is then re-initialised) instead of an exception for every restart
-            bce = -(
-                labels * torch.log(values).clamp(min=-100.0) + (1.0 - labels) * torch.log1p(-values).clamp(min=-100.0)
-            )
+            bce = -(labels * safe_log(values) + (1.0 - labels) * safe_log(1.0 - values))
             positive = world.example_labels > 0.5
             for kind, mask in ((True, positive), (False, ~positive)):
                 sums[kind] = sums[kind] + bce[:, mask].sum(-1)

@@ -14,6 +14,7 @@ import torch
 
 from nlndl.compiler.ir import CompiledProgram, WorldIR
 from nlndl.runtime.chain import ForwardChainer, nln_forward
+from nlndl.runtime.scatter import BELOW_ONE, or_reduce
 
 
 def one_hots(program: CompiledProgram, world: WorldIR, predicate: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -53,7 +54,8 @@ def dense_run(model: ForwardChainer, world_index: int = 0) -> torch.Tensor:
             if model.config.aggregation == "max":
                 new = (f.unsqueeze(-1) * h.unsqueeze(0)).amax(1)
             else:
-                new = 1.0 - (1.0 - f.unsqueeze(-1) * h.unsqueeze(0)).prod(1)  # product OR per head atom
+                # product OR per head atom, 1 - prod(1 - f), in the runtime's precise form
+                new = or_reduce(torch.log1p(-(f.unsqueeze(-1) * h.unsqueeze(0)).clamp(max=BELOW_ONE)).sum(1))
             offset, size = world.layout[p].offset, world.layout[p].size
             old = x[:, offset : offset + size]
             merged = model.steps_[p].update(old, new)  # the same amalgamation as the sparse runtime

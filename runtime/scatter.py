@@ -40,8 +40,18 @@ def scatter_max(src: torch.Tensor, index: torch.Tensor, size: int, use_fast: boo
     return out.scatter_reduce(-1, expanded, src, reduce="amax", include_self=True)
 
 
+# the largest float32 below 1: an OR input capped here keeps log(1 - x) finite in value and gradient
+BELOW_ONE = 1.0 - 2.0**-24
+
+
+def or_reduce(log_keep: torch.Tensor) -> torch.Tensor:
+    """1 - exp(s) for s = sum of log(1 - x_i), as -expm1(s): exact where every x_i is tiny, where 1 - prod(1 - x_i)
+    in float32 rounds to 0 below x ~ 6e-8 and its log-loss gradient vanishes (a positive example then never pulls
+    its derivation up: Addition's 104-atom terms start there)."""
+    return -torch.expm1(log_keep)
+
+
 def scatter_or(src: torch.Tensor, index: torch.Tensor, size: int) -> torch.Tensor:
-    """Product OR, 1 - prod(1 - src), over each segment, computed with torch's exact ``prod``."""
-    out = src.new_ones(*src.shape[:-1], size)
-    expanded = index.expand(*src.shape[:-1], -1)
-    return 1.0 - out.scatter_reduce(-1, expanded, 1.0 - src, reduce="prod", include_self=True)
+    """Product OR, 1 - prod(1 - src), over each segment; precise for small values (see :func:`or_reduce`)."""
+    logs = torch.log1p(-src.clamp(max=BELOW_ONE))
+    return or_reduce(scatter_sum(logs, index, size, use_fast=False))
