@@ -6,6 +6,7 @@ sets of int tuples; rules are in a small normal form (:class:`Rule`) independent
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -76,12 +77,46 @@ def _holds(atom: BodyAtom, binding: dict[str, int], db: Database) -> bool:
     return any(_match(atom, fact, binding) is not None for fact in rel)
 
 
+def _variables(atom: BodyAtom) -> set[str]:
+    return {v for kind, v in atom.args if kind == "v" and v != "_"}  # type: ignore[misc]
+
+
+def _components(body: tuple[BodyAtom, ...]) -> list[list[int]]:
+    """Body atoms grouped by shared variables (connected components), each in body order."""
+    graph = nx.Graph()
+    graph.add_nodes_from(range(len(body)))
+    owner: dict[str, int] = {}
+    for i, atom in enumerate(body):
+        for v in _variables(atom):
+            if v in owner:
+                graph.add_edge(owner[v], i)
+            owner[v] = i
+    return sorted(sorted(c) for c in nx.connected_components(graph))
+
+
+def _binding_score(atom: BodyAtom, bound: set[str], size: int) -> tuple[int, int, int]:
+    tied = sum(1 for kind, v in atom.args if kind == "c" or v in bound)
+    return (-(tied == len(atom.args)), -tied, size)
+
+
+def _join_order(body: tuple[BodyAtom, ...], positives: list[int], sizes: list[int]) -> list[int]:
+    """Positive atoms in a greedy join order: next the one with most bound arguments, then the smallest."""
+    order, bound, left = [], set(), list(positives)
+    while left:
+        best = min(left, key=lambda i, bound=bound: _binding_score(body[i], bound, sizes[i]))
+        left.remove(best)
+        order.append(best)
+        bound |= _variables(body[best])
+    return order
+
+
 def _solve(body: tuple[BodyAtom, ...], sources: list[set[tuple[int, ...]]], db: Database) -> Iterator[dict[str, int]]:
     """All bindings satisfying ``body``; positive atom i reads ``sources[i]``, negations read ``db``.
 
-    Atoms are joined left to right; each is hash-indexed once per call on the positions bound there.
+    Atoms are joined in a greedy order (most bound arguments first); each is hash-indexed once per call
+    on the positions bound there.
     """
-    positives = [i for i, a in enumerate(body) if not a.negated]
+    positives = _join_order(body, [i for i, a in enumerate(body) if not a.negated], [len(s) for s in sources])
     negatives = [a for a in body if a.negated]
     indexes: dict[int, dict[tuple[int, ...], list[tuple[int, ...]]]] = {}
 
@@ -113,8 +148,29 @@ def _solve(body: tuple[BodyAtom, ...], sources: list[set[tuple[int, ...]]], db: 
 
 
 def _fire(rule: Rule, sources: list[set[tuple[int, ...]]], db: Database, into: Database) -> None:
-    """Add to ``into`` every head fact of ``rule`` (body atoms read ``sources``) that ``db`` lacks."""
-    for binding in _solve(rule.body, sources, db):
+    """Add to ``into`` every head fact of ``rule`` (body atoms read ``sources``) that ``db`` lacks.
+
+    Each connected component of the body is solved on its own and projected on the head's variables:
+    a component without head variables is only a yes/no condition, so unrelated atoms (``tail(C, D)``
+    beside ``lte(E, F)``) never multiply into a cross product of bindings.
+    """
+    head_vars = {v for kind, v in rule.head_args if kind == "v"}
+    parts: list[tuple[list[str], set[tuple[int, ...]]]] = []
+    for component in _components(rule.body):
+        body = tuple(rule.body[i] for i in component)
+        wanted = sorted(head_vars & set().union(*(_variables(a) for a in body)))
+        found: set[tuple[int, ...]] = set()
+        for binding in _solve(body, [sources[i] for i in component], db):
+            found.add(tuple(binding[v] for v in wanted))
+            if not wanted:
+                break
+        if not found:
+            return
+        parts.append((wanted, found))
+    for combo in itertools.product(*(found for _, found in parts)):
+        binding = {
+            v: c for (wanted, _), values in zip(parts, combo, strict=True) for v, c in zip(wanted, values, strict=True)
+        }
         fact = _ground(rule.head_args, binding)
         if fact not in db[rule.head]:
             into[rule.head].add(fact)
