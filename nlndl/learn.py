@@ -72,7 +72,7 @@ class Learner:
 
     def __init__(self, program: CompiledProgram, config: LearnConfig) -> None:
         self.program, self.config = program, config
-        self.best: tuple[float, list[Rule], Score] | None = None
+        self.best: tuple[float, list[Rule], Score | None] | None = None  # score None: not yet evaluated
         self.tried: set[tuple[str, ...]] = set()  # rule sets already scored
 
     def candidate(self, model: ForwardChainer, restart: int) -> tuple[list[Rule], Score]:
@@ -80,7 +80,18 @@ class Learner:
         return rules, crisp_score(self.program, rules)
 
     def check(self, model: ForwardChainer, losses: torch.Tensor) -> int | None:
+        """A winning restart, if any. Restarts whose crisp program misclassifies an example on the compiled
+        substitutions (one batched forward pass) are only remembered, by that count; the others have their
+        rules extracted, evaluated by the crisp evaluator, simplified and verified by clingo."""
+        grid_wrong = model.crisp_wrong(self.config.threshold).cpu()
+        examples = sum(int(w.example_slots.numel()) for w in model.worlds)
         for restart in torch.argsort(torch.nan_to_num(losses, nan=float("inf"))).tolist():
+            if grid_wrong[restart] > 0:
+                accuracy = 1.0 - float(grid_wrong[restart]) / max(examples, 1)
+                if self.best is None or accuracy > self.best[0]:
+                    rules = extract(self.program, memberships(model, restart), self.config.threshold)
+                    self.best = (accuracy, rules, None)
+                continue
             rules, score = self.candidate(model, restart)
             key = tuple(render(r) for r in rules)
             if key in self.tried:
@@ -97,6 +108,13 @@ class Learner:
                 self.best = (1.0, simple, verified)
                 return restart
         return None
+
+    def best_rules(self, model: ForwardChainer) -> tuple[list[Rule], Score]:
+        """The best candidate seen (restart 0's rules if none was checked), with its crisp score."""
+        if self.best is None:
+            return self.candidate(model, 0)
+        _, rules, score = self.best
+        return rules, score if score is not None else crisp_score(self.program, rules)
 
 
 def learn(
@@ -123,10 +141,7 @@ def learn(
         raise
     if checkpoint is not None and winner is None:
         trainer.save(checkpoint)
-    if learner.best is None:
-        rules, score = learner.candidate(model, 0)
-    else:
-        _, rules, score = learner.best
+    rules, score = learner.best_rules(model)
     return LearnResult(
         solved=winner is not None,
         rules=rules,

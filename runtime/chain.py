@@ -293,8 +293,9 @@ class ForwardChainer(nn.Module):
     def restarts(self) -> int:
         return self.config.restarts
 
-    def run(self, world: WorldTensors, steps: int | None = None) -> torch.Tensor:
-        """Valuations (K, atoms) after T forward-chaining steps from the world's initial valuation."""
+    def run(self, world: WorldTensors, steps: int | None = None, crisp: bool = False) -> torch.Tensor:
+        """Valuations (K, atoms) after T forward-chaining steps from the world's initial valuation; ``crisp``
+        rounds the learned valuations to 0/1 after every step."""
         x = world.valuation.unsqueeze(0).expand(self.restarts, -1).clone()
         for p in self.order:
             self.steps_[p].prepared = self.functions[p].prepare(getattr(world, f"crisp_{p}"))
@@ -304,10 +305,33 @@ class ForwardChainer(nn.Module):
                 old = x[:, offset : offset + size]
                 index = getattr(world, f"gather_fuzzy_{p}")
                 new = self.steps_[p].propagate(x, index, getattr(world, f"scatter_{p}"), size, old)
+                if crisp:
+                    new = (new > 0.5).to(new.dtype)
                 x = torch.cat([x[:, :offset], new, x[:, offset + size :]], dim=1)
         for p in self.order:
             self.steps_[p].prepared = None
         return x
+
+    @torch.no_grad()
+    def crisp_wrong(self, threshold: float) -> torch.Tensor:
+        """Per restart: the examples that the crisp program read from the memberships at ``threshold`` gets
+        wrong on the compiled substitutions (every membership set to 0 or 1, valuations rounded each step).
+        One forward pass for all restarts: a cheap filter before rules are extracted and evaluated."""
+        saved = [(f.inner.clone(), f.outer.clone()) for f in self.functions.values()]
+        for f in self.functions.values():
+            for param in (f.inner, f.outer):
+                # sigmoid(+-30) is 1 and ~1e-13 in float32: memberships at 0/1 (capped by LOG_FLOOR in logs)
+                param.copy_(torch.where(torch.sigmoid(f.c * param) > threshold, 30.0 / f.c, -30.0 / f.c))
+        try:
+            wrong = torch.zeros(self.restarts, device=self.worlds[0].valuation.device)
+            for world in self.worlds:
+                values = self.run(world, crisp=True)[:, world.example_slots]
+                wrong += ((values > 0.5) != (world.example_labels > 0.5)).sum(-1)
+        finally:
+            for f, (inner, outer) in zip(self.functions.values(), saved, strict=True):
+                f.inner.copy_(inner)
+                f.outer.copy_(outer)
+        return wrong
 
     def losses(self) -> torch.Tensor:
         """Per-restart cross-entropy on every world's examples after T steps, shape (K,)."""
