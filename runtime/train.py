@@ -29,7 +29,7 @@ class TrainConfig:
     check_every: int = 20
     binarize_factor: float = 1.2  # applied at each check to restarts that classify every example right
     weight_limit: float = 20.0
-    patience: int = 60  # a restart that has not improved (see replace_stalled) for this long starts anew
+    patience: int = 400  # a restart that has not improved (see replace_stalled) for this long starts anew
 
 
 @dataclass

@@ -97,3 +97,19 @@ def test_background_errors_are_located(tmp_path):
     assert f"{bad}:3:1: error: an example in a background program" in text
     result = runner.invoke(app, ["compile", str(sketch), "-B", str(bad)])
     assert result.exit_code == 1 and "Traceback" not in result.output
+
+
+def test_bench_runs_a_chained_task_on_the_first_tasks_rules(tmp_path):
+    from nlndl.bench import ilp
+
+    sketch = tmp_path / "gt.dl"
+    sketch.write_text(GT)
+    first = ilp.Task("First", ROOT / "examples/ilp/less_than/sketch.dl")
+    second = ilp.Task("Second", sketch, after=first)
+    rows = {r["name"]: r for r in ilp.run([first, second], 1, 2000, None)["tasks"]}
+    assert rows["First"]["solved"] == 1 and rows["Second"]["solved"] == 1
+    assert rows["Second"]["background_from"] == "First" and rows["Second"]["rules"] == ["gt(A, B) :- lt(B, A)."]
+    # when the first task fails from a seed, the chained one has nothing to build on and fails too
+    rows = {r["name"]: r for r in ilp.run([first, second], 1, 1, None)["tasks"]}
+    assert rows["First"]["solved"] == 0 and rows["Second"]["solved"] == 0
+    assert rows["Second"]["failures"][0]["accuracy"]["true_positives"] == 0
