@@ -9,6 +9,7 @@ api.export(result, program, "out", name="lt")
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -28,9 +29,13 @@ from nlndl.verify import Score, clingo_score, crisp_score
 __all__ = ["check", "compile", "export", "read_rules", "train"]
 
 
-def compile(sketch: str | Path, fact_dir: str | Path | None = None, **options) -> CompiledProgram:  # noqa: A001
-    """Parse, check and compile a sketch; raises CompileError with located diagnostics."""
-    return compile_sketch(Path(sketch), Path(fact_dir) if fact_dir else None, **options)
+def compile(  # noqa: A001
+    sketch: str | Path, fact_dir: str | Path | None = None, background: Sequence[str | Path] = (), **options
+) -> CompiledProgram:
+    """Parse, check and compile a sketch, with the rules of each ``background`` program (e.g. an earlier
+    run's exported ``.dl``) added as background; raises CompileError with located diagnostics."""
+    extra = tuple(Path(b) for b in background)
+    return compile_sketch(Path(sketch), Path(fact_dir) if fact_dir else None, background=extra, **options)
 
 
 def train(
