@@ -190,6 +190,7 @@ class Lowering:
         self.functions, self.false_slot = functions, values.size - 1
         self.function_types = {f: tuple(a.type for a in checked.relations[f].attributes) for f in spec.functions}
         self.world = world
+        self.lifts: dict[tuple[str, str], np.ndarray] = {}  # (subtype, supertype) -> position table
         self.sizes = tuple(len(world.domains[t]) for t in spec.var_types)
         self.total = int(np.prod(self.sizes, dtype=np.int64))
         self.extensional = [a for a in inputs if a.predicate not in learned]
@@ -216,8 +217,10 @@ class Lowering:
         """Domain positions of type ``sub`` as positions in the domain of its supertype ``sup`` (-1 stays -1)."""
         if sub == sup:
             return x
-        table = np.array([self.world.positions[sup][c] for c in self.world.domains[sub]] + [-1], dtype=np.int64)
-        return table[x]  # x = -1 (an undefined function value) reads the trailing -1
+        if (sub, sup) not in self.lifts:
+            positions = [self.world.positions[sup][c] for c in self.world.domains[sub]]
+            self.lifts[(sub, sup)] = np.array(positions + [-1], dtype=np.int64)
+        return self.lifts[(sub, sup)][x]  # x = -1 (an undefined function value) reads the trailing -1
 
     def kept(self) -> np.ndarray:
         """Flat indices (into the substitution grid) of the substitutions that survive pruning."""

@@ -29,6 +29,8 @@ def one_hots(program: CompiledProgram, world: WorldIR, predicate: str) -> tuple[
         for i, atom in enumerate(ir.inputs):
             if any(atom.funcs):
                 raise ValueError("the dense reference does not handle function terms")
+            if [ir.var_types[v] for v in atom.vars] != program.relations[atom.predicate]["types"]:
+                raise ValueError("the dense reference does not handle subtyped variables")
             g[s, i, world.atom_slot(atom.predicate, tuple(theta[v] for v in atom.vars))] = 1.0
         h[s, world.atom_slot(predicate, theta[: ir.arity]) - world.layout[predicate].offset] = 1.0
     return torch.from_numpy(g), torch.from_numpy(h)
