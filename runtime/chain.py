@@ -17,7 +17,7 @@ from nlndl.compiler.ir import CompiledProgram, LearnedIR
 from nlndl.runtime.init import Init, initialise
 from nlndl.runtime.layers import conjunction, disjunction
 from nlndl.runtime.message_passing import MessagePassing
-from nlndl.runtime.scatter import BELOW_ONE, or_reduce
+from nlndl.runtime.scatter import product_or
 
 AMALGAMATIONS = ("or", "replace", "max")
 FUZZY_FORMS = ("power", "product")
@@ -85,8 +85,7 @@ def _second(terms: torch.Tensor, outer: torch.Tensor, form: str, gate: torch.Ten
     if gate is not None:
         terms = terms * gate.unsqueeze(1)
     if form == "dnf":  # the disjunction 1 - prod_t (1 - m_t y_t), precise where every term is tiny
-        selected = (terms * outer.unsqueeze(1)).clamp(max=BELOW_ONE)
-        return or_reduce(torch.log1p(-selected).sum(-1))
+        return product_or(terms * outer.unsqueeze(1), dim=-1)
     return conjunction(terms, outer.unsqueeze(1).unsqueeze(-2)).squeeze(-1)
 
 

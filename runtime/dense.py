@@ -14,7 +14,7 @@ import torch
 
 from nlndl.compiler.ir import CompiledProgram, WorldIR
 from nlndl.runtime.chain import ForwardChainer, nln_forward
-from nlndl.runtime.scatter import BELOW_ONE, or_reduce
+from nlndl.runtime.scatter import product_or
 
 
 def one_hots(program: CompiledProgram, world: WorldIR, predicate: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -57,7 +57,7 @@ def dense_run(model: ForwardChainer, world_index: int = 0) -> torch.Tensor:
                 new = (f.unsqueeze(-1) * h.unsqueeze(0)).amax(1)
             else:
                 # product OR per head atom, 1 - prod(1 - f), in the runtime's precise form
-                new = or_reduce(torch.log1p(-(f.unsqueeze(-1) * h.unsqueeze(0)).clamp(max=BELOW_ONE)).sum(1))
+                new = product_or(f.unsqueeze(-1) * h.unsqueeze(0), dim=1)
             offset, size = world.layout[p].offset, world.layout[p].size
             old = x[:, offset : offset + size]
             merged = model.steps_[p].update(old, new)  # the same amalgamation as the sparse runtime

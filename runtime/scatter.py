@@ -44,14 +44,23 @@ def scatter_max(src: torch.Tensor, index: torch.Tensor, size: int, use_fast: boo
 BELOW_ONE = 1.0 - 2.0**-24
 
 
-def or_reduce(log_keep: torch.Tensor) -> torch.Tensor:
+def _log_not(x: torch.Tensor) -> torch.Tensor:
+    """log(1 - x), x capped at BELOW_ONE."""
+    return torch.log1p(-x.clamp(max=BELOW_ONE))
+
+
+def _or_from_logs(logs: torch.Tensor) -> torch.Tensor:
     """1 - exp(s) for s = sum of log(1 - x_i), as -expm1(s): exact where every x_i is tiny, where 1 - prod(1 - x_i)
     in float32 rounds to 0 below x ~ 6e-8 and its log-loss gradient vanishes (a positive example then never pulls
     its derivation up: Addition's 104-atom terms start there)."""
-    return -torch.expm1(log_keep)
+    return -torch.expm1(logs)
+
+
+def product_or(x: torch.Tensor, dim: int) -> torch.Tensor:
+    """Product OR, 1 - prod(1 - x), along ``dim``; precise for small values (see :func:`_or_from_logs`)."""
+    return _or_from_logs(_log_not(x).sum(dim))
 
 
 def scatter_or(src: torch.Tensor, index: torch.Tensor, size: int) -> torch.Tensor:
-    """Product OR, 1 - prod(1 - src), over each segment; precise for small values (see :func:`or_reduce`)."""
-    logs = torch.log1p(-src.clamp(max=BELOW_ONE))
-    return or_reduce(scatter_sum(logs, index, size, use_fast=False))
+    """Product OR, 1 - prod(1 - src), over each segment; precise for small values (see :func:`_or_from_logs`)."""
+    return _or_from_logs(scatter_sum(_log_not(src), index, size, use_fast=False))
