@@ -205,12 +205,17 @@ class PredicateFunction(nn.Module):
             initialise(self.inner[k], self.inner_init, self.c, generator)
             initialise(self.outer[k], self.outer_init, self.c, generator)
 
-    def memberships(self) -> tuple[torch.Tensor, torch.Tensor]:
-        return torch.sigmoid(self.c * self.inner), torch.sigmoid(self.c * self.outer)
+    def memberships(self, threshold: float | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Inner (K, T, L) and outer (K, T) memberships; with ``threshold``, each read as 0 or 1 (the rules)."""
+        inner, outer = torch.sigmoid(self.c * self.inner), torch.sigmoid(self.c * self.outer)
+        if threshold is None:
+            return inner, outer
+        return (inner > threshold).to(inner.dtype), (outer > threshold).to(outer.dtype)
 
-    def prepare(self, crisp: torch.Tensor) -> Prepared:
-        """Everything a run's steps share, from the gathered crisp columns (S, Lc) of one world."""
-        inner, outer = self.memberships()
+    def prepare(self, crisp: torch.Tensor, threshold: float | None = None) -> Prepared:
+        """Everything a run's steps share, from the gathered crisp columns (S, Lc) of one world; with
+        ``threshold``, for the crisp program read from the memberships."""
+        inner, outer = self.memberships(threshold)
         gate = self.gate(inner) if self.gate is not None else None
         logs = log_keep(inner)
         if self.ir.negation:
@@ -292,19 +297,19 @@ class ForwardChainer(nn.Module):
     def restarts(self) -> int:
         return self.config.restarts
 
-    def run(self, world: WorldTensors, steps: int | None = None, crisp: bool = False) -> torch.Tensor:
-        """Valuations (K, atoms) after T forward-chaining steps from the world's initial valuation; ``crisp``
-        rounds the learned valuations to 0/1 after every step."""
+    def run(self, world: WorldTensors, steps: int | None = None, threshold: float | None = None) -> torch.Tensor:
+        """Valuations (K, atoms) after T forward-chaining steps from the world's initial valuation. With
+        ``threshold``, of the crisp program: memberships read as 0 or 1, valuations rounded after every step."""
         x = world.valuation.unsqueeze(0).expand(self.restarts, -1).clone()
         for p in self.order:
-            self.steps_[p].prepared = self.functions[p].prepare(getattr(world, f"crisp_{p}"))
+            self.steps_[p].prepared = self.functions[p].prepare(getattr(world, f"crisp_{p}"), threshold)
         for _ in range(self.program.steps if steps is None else steps):
             for p in self.order:
                 offset, size = world.ranges[p]
                 old = x[:, offset : offset + size]
                 index = getattr(world, f"gather_fuzzy_{p}")
                 new = self.steps_[p].propagate(x, index, getattr(world, f"scatter_{p}"), size, old)
-                if crisp:
+                if threshold is not None:
                     new = (new > 0.5).to(new.dtype)
                 x = torch.cat([x[:, :offset], new, x[:, offset + size :]], dim=1)
         for p in self.order:
@@ -314,22 +319,12 @@ class ForwardChainer(nn.Module):
     @torch.no_grad()
     def crisp_wrong(self, threshold: float) -> torch.Tensor:
         """Per restart: the examples that the crisp program read from the memberships at ``threshold`` gets
-        wrong on the compiled substitutions (every membership set to 0 or 1, valuations rounded each step).
+        wrong on the compiled substitutions (memberships read as 0 or 1, valuations rounded each step).
         One forward pass for all restarts: a cheap filter before rules are extracted and evaluated."""
-        saved = [(f.inner.clone(), f.outer.clone()) for f in self.functions.values()]
-        for f in self.functions.values():
-            for param in (f.inner, f.outer):
-                # sigmoid(+-30) is 1 and ~1e-13 in float32: memberships at 0/1 (capped by LOG_FLOOR in logs)
-                param.copy_(torch.where(torch.sigmoid(f.c * param) > threshold, 30.0 / f.c, -30.0 / f.c))
-        try:
-            wrong = torch.zeros(self.restarts, device=self.worlds[0].valuation.device)
-            for world in self.worlds:
-                values = self.run(world, crisp=True)[:, world.example_slots]
-                wrong += ((values > 0.5) != (world.example_labels > 0.5)).sum(-1)
-        finally:
-            for f, (inner, outer) in zip(self.functions.values(), saved, strict=True):
-                f.inner.copy_(inner)
-                f.outer.copy_(outer)
+        wrong = torch.zeros(self.restarts, device=self.worlds[0].valuation.device)
+        for world in self.worlds:
+            values = self.run(world, threshold=threshold)[:, world.example_slots]
+            wrong += ((values > 0.5) != (world.example_labels > 0.5)).sum(-1)
         return wrong
 
     def losses(self) -> torch.Tensor:
