@@ -6,6 +6,12 @@ Each sketch keeps the task's background facts and its positive and negative exam
 per (B, P, N) triple when a task has several), learns ``target`` with the number of extra variables of
 the task's published rule templates, and declares each auxiliary predicate of the published solution
 as an invented predicate with its own template's extra variables. Tasks without data are skipped.
+
+Where an auxiliary predicate exists only because dILP's clauses have two body atoms, the sketch uses
+the NLN language bias instead (``UNFOLDED``): no invented predicate, the target learned directly with
+the extra variables of the unfolded solution, as the authors' own Even experiment does
+(``exp_arithmetic_even.py``: even with two extra variables, no auxiliary predicate). NLN bodies have
+any number of atoms, which is the paper's argument against auxiliary predicates (section 4).
 """
 
 from __future__ import annotations
@@ -16,6 +22,15 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+
+
+# task -> (variables of target, the unfolded known solution); every solution checked by `nlndl check`
+UNFOLDED: dict[str, tuple[int, str]] = {
+    "Arithmetic/Even": (3, "target(X) :- zero(X).\ntarget(X) :- target(Y), succ(Y,Z), succ(Z,X)."),
+    "Arithmetic/Fizz": (4, "target(X) :- zero(X).\ntarget(X) :- target(Y), succ(Y,Z), succ(Z,W), succ(W,X)."),
+    "Arithmetic/Buzz": (3, "target(X) :- zero(X).\ntarget(X) :- target(Y), pred1(Y,Z), pred2(Z,X)."),
+    "List/Length": (4, "target(X,X) :- zero(X).\ntarget(X,Y) :- cons(X,Z), target(Z,W), succ(W,Y)."),
+}
 
 
 def slug(name: str) -> str:
@@ -35,6 +50,11 @@ def sketch(task: dict) -> str:
     lines = [
         f"// {task['name']} (dILP {task['dilp_task']}), generated from dilp_tasks.json by generate.py.",
         f"// Data status: {task['data_status']}.",
+        *(
+            ["// Language bias: NLN's, target learned directly, no auxiliary predicate (see generate.py)."]
+            if task["name"] in UNFOLDED
+            else []
+        ),
         "",
     ]
     relations = {p["name"]: p["arity"] for p in task["extensional_predicates"]}
@@ -44,7 +64,8 @@ def sketch(task: dict) -> str:
     for name, arity in relations.items():
         lines.append(f".decl {name}({', '.join(f'a{i}: symbol' for i in range(arity))})")
     templates = task["program_template"]["rules"]
-    aux = [p for p in task["aux_predicates"] if p["name"] not in relations]
+    unfolded = task["name"] in UNFOLDED
+    aux = [] if unfolded else [p for p in task["aux_predicates"] if p["name"] not in relations]
     for p in aux:
         lines.append(f".decl {p['name']}({', '.join(f'a{i}: symbol' for i in range(p['arity']))})")
     lines.append(f".decl target({', '.join(f'a{i}: symbol' for i in range(target['arity']))})")
@@ -52,7 +73,10 @@ def sketch(task: dict) -> str:
     for p in aux:
         v = extra_vars(templates.get(p["name"], [[1, True]]))
         lines.append(f".learn {p['name']}(vars={p['arity'] + v}, invented)")
-    lines.append(f".learn target(vars={target['arity'] + extra_vars(templates['target'])})")
+    if unfolded:
+        lines.append(f".learn target(vars={UNFOLDED[task['name']][0]})")
+    else:
+        lines.append(f".learn target(vars={target['arity'] + extra_vars(templates['target'])})")
     lines.append("")
     many = len(task["triples"]) > 1
     for i, triple in enumerate(task["triples"]):

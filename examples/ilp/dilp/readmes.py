@@ -14,7 +14,7 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
-from generate import slug  # noqa: E402
+from generate import UNFOLDED, slug  # noqa: E402
 
 COMMAND = ""  # the benchmark command that produced the results, when given as a third argument
 
@@ -22,6 +22,26 @@ COMMAND = ""  # the benchmark command that produced the results, when given as a
 def readme(task: dict, row: dict | None, sketch: str) -> str:
     learn = [line for line in sketch.splitlines() if line.startswith(".learn")]
     header = [line[3:] for line in sketch.splitlines()[:3] if line.startswith("// ")]
+    unfolded = task["name"] in UNFOLDED
+    if unfolded:
+        bias = (
+            "**Language bias in `sketch.dl`** (NLN's, not dILP's: no auxiliary predicate, the target learned "
+            "directly with the extra variables of the unfolded solution, as the authors' `exp_arithmetic_even.py` "
+            "learns even; dILP's two-atom clauses needed the auxiliary):"
+        )
+        known = [
+            "**Known solution** (Evans & Grefenstette's, with its auxiliary predicate unfolded; checked by "
+            "`nlndl check`):",
+            "",
+            "```prolog",
+            UNFOLDED[task["name"]][1],
+            "```",
+            "",
+            "dILP's published solution:",
+        ]
+    else:
+        bias = "**Language bias in `sketch.dl`** (variables per learned predicate, auxiliary predicates invented):"
+        known = ["**Known solution** (as published by Evans & Grefenstette):"]
     lines = [
         f"# {task['name']}",
         "",
@@ -30,13 +50,13 @@ def readme(task: dict, row: dict | None, sketch: str) -> str:
         f"**Data:** {task['data_status']}.",
         *([""] + [f"> {h}" for h in header] if task["data_status_code"] == "unavailable" else []),
         "",
-        "**Language bias in `sketch.dl`** (variables per learned predicate, auxiliary predicates invented):",
+        bias,
         "",
         "```",
         *learn,
         "```",
         "",
-        "**Known solution** (as published by Evans & Grefenstette):",
+        *known,
         "",
         "```prolog",
         task["solution"].strip(),
