@@ -53,7 +53,7 @@ def train(
     train_cfg = TrainConfig(seed=seed, time_limit=time_limit)
     if max_iters is not None:
         train_cfg = replace(train_cfg, max_iters=max_iters)
-    chain_cfg = ChainConfig() if restarts is None else ChainConfig(restarts=restarts)
+    chain_cfg = ChainConfig(restarts=restarts)  # None: auto_restarts(program)
     return learn(program, LearnConfig(train=train_cfg, chain=chain_cfg, device=device), **kwargs)
 
 

@@ -201,7 +201,14 @@ def train_command(
         Path, typer.Option("-D", "--output-dir", help="Where to write <name>.dl, <name>.lp and <name>.json.")
     ] = Path("nlndl-out"),
     seed: Annotated[int, typer.Option(help="Random seed (same seed, same result on CPU).")] = 0,
-    restarts: Annotated[int, typer.Option(min=1, help="Independent initialisations trained together.")] = 16,
+    restarts: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Independent initialisations trained together (default: by index entries x steps, 64 up to "
+            "64,000, 32 up to 256,000, else 16).",
+        ),
+    ] = None,
     max_iters: Annotated[int, typer.Option(min=1, help="Iteration limit.")] = 2000,
     time_limit: Annotated[float | None, typer.Option(min=0.0, help="Wall-clock limit in seconds.")] = None,
     steps: Annotated[int | None, typer.Option(min=1, help="Forward-chaining steps (default: the sketch's).")] = None,
@@ -221,7 +228,7 @@ def train_command(
     from nlndl.export import write_program
     from nlndl.learn import LearnConfig, learn
     from nlndl.progress import training_bar
-    from nlndl.runtime.chain import ChainConfig
+    from nlndl.runtime.chain import ChainConfig, auto_restarts
     from nlndl.runtime.train import TrainConfig
 
     _check_device(device)
@@ -231,6 +238,7 @@ def train_command(
     checkpoint = output_dir / f"{stem}.checkpoint"
     if resume and not (checkpoint / "checkpoint.json").exists():
         _fail(f"{checkpoint}: error: no checkpoint to resume from")
+    restarts = restarts or auto_restarts(program)
     config = LearnConfig(
         train=TrainConfig(seed=seed, max_iters=max_iters, time_limit=time_limit),
         chain=ChainConfig(restarts=restarts),

@@ -148,7 +148,7 @@ def learn(
         score=score,
         iterations=trainer.state.iteration,
         seconds=time.perf_counter() - started,
-        restarts=config.chain.restarts,
+        restarts=model.restarts,
         restart=winner,
         resets=trainer.state.resets,
         replaced=trainer.state.replaced,

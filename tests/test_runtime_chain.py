@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nlndl.compiler import compile_sketch
-from nlndl.runtime.chain import ChainConfig, ForwardChainer
+from nlndl.runtime.chain import RESTART_TIERS, ChainConfig, ForwardChainer, auto_restarts
 from nlndl.runtime.dense import dense_run
 from nlndl.runtime.init import Init
 
@@ -63,6 +63,17 @@ def test_restarts_are_independent(tmp_path):
     losses = model.losses()
     (grad,) = torch.autograd.grad(losses[1], [model.functions["connected"].inner])
     assert grad[1].abs().sum() > 0 and grad[0].abs().sum() == 0 and grad[2].abs().sum() == 0
+
+
+def test_default_restarts_follow_the_work_of_a_forward_pass():
+    """No restarts asked for: more draws for a small program than for a large one; asked for: exactly those."""
+    root = Path(__file__).resolve().parents[1] / "examples/ilp"
+    small = compile_sketch(root / "connectedness/sketch.dl")
+    large = compile_sketch(root / "addition/sketch.dl")
+    assert small.summary()["index_entries"] * small.steps <= RESTART_TIERS[0][0]
+    assert ForwardChainer(small).restarts == auto_restarts(small) == RESTART_TIERS[0][1]
+    assert auto_restarts(large) < auto_restarts(small)
+    assert ForwardChainer(small, ChainConfig(restarts=3)).restarts == 3
 
 
 def test_power_and_product_forms_agree_on_crisp_valuations():
