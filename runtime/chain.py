@@ -125,11 +125,13 @@ def split_nln_forward(fuzzy: torch.Tensor, prep: Prepared, form: str) -> torch.T
     power = prep.log_keep_fuzzy is not None and fuzzy.shape[-1] > 0
     exponent = prep.crisp_exponent
     if power:
-        weights = prep.log_keep_fuzzy.mT  # (K, Lf, T)
-        if form == "dnf":  # (1 - x) @ W = colsum(W) - x @ W, without a (K, S, Lf) tensor 1 - x
-            exponent = exponent + weights.sum(-2, keepdim=True) - torch.matmul(fuzzy, weights)
-        else:
-            exponent = exponent + torch.matmul(fuzzy, weights)
+        logs = prep.log_keep_fuzzy  # (K, T, Lf)
+        # x @ W^T computed as (W @ x^T)^T: the same sums, with the long side (S) as the output's last
+        # dimension, which BLAS runs several times faster than (S, Lf) @ (Lf, T) for few terms T
+        # (per iteration: Length 164 -> 128 ms, Addition 252 -> 211, Even-Odd 41 -> 35)
+        product = torch.matmul(logs, fuzzy.mT).mT
+        # DNF: (1 - x) @ W = colsum(W) - x @ W, without a (K, S, Lf) tensor 1 - x
+        exponent = exponent + (logs.sum(-1).unsqueeze(-2) - product if form == "dnf" else product)
         exponent = exponent.clamp(max=0.0)  # <= 0 exactly; rounding in the sums must not lift a term above 1
     if form == "dnf":
         terms = torch.exp(exponent)  # (K, S, T)
