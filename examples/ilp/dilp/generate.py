@@ -47,12 +47,13 @@ def extra_vars(template: list) -> int:
 
 def sketch(task: dict) -> str:
     target = task["target"]
+    unfolded = task["name"] in UNFOLDED
     lines = [
         f"// {task['name']} (dILP {task['dilp_task']}), generated from dilp_tasks.json by generate.py.",
         f"// Data status: {task['data_status']}.",
         *(
             ["// Language bias: NLN's, target learned directly, no auxiliary predicate (see generate.py)."]
-            if task["name"] in UNFOLDED
+            if unfolded
             else []
         ),
         "",
@@ -64,7 +65,6 @@ def sketch(task: dict) -> str:
     for name, arity in relations.items():
         lines.append(f".decl {name}({', '.join(f'a{i}: symbol' for i in range(arity))})")
     templates = task["program_template"]["rules"]
-    unfolded = task["name"] in UNFOLDED
     aux = [] if unfolded else [p for p in task["aux_predicates"] if p["name"] not in relations]
     for p in aux:
         lines.append(f".decl {p['name']}({', '.join(f'a{i}: symbol' for i in range(p['arity']))})")
@@ -73,10 +73,8 @@ def sketch(task: dict) -> str:
     for p in aux:
         v = extra_vars(templates.get(p["name"], [[1, True]]))
         lines.append(f".learn {p['name']}(vars={p['arity'] + v}, invented)")
-    if unfolded:
-        lines.append(f".learn target(vars={UNFOLDED[task['name']][0]})")
-    else:
-        lines.append(f".learn target(vars={target['arity'] + extra_vars(templates['target'])})")
+    variables = UNFOLDED[task["name"]][0] if unfolded else target["arity"] + extra_vars(templates["target"])
+    lines.append(f".learn target(vars={variables})")
     lines.append("")
     many = len(task["triples"]) > 1
     for i, triple in enumerate(task["triples"]):
