@@ -9,33 +9,18 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-import networkx as nx
-
 from nlndl import __version__
-from nlndl.compiler.check import Checked, check
+from nlndl.compiler.check import check
 from nlndl.compiler.diagnostics import CompileError, Diagnostics
 from nlndl.compiler.ground import ground_worlds, lower
 from nlndl.compiler.ir import CompiledProgram
 from nlndl.compiler.parser import parse_file
+from nlndl.compiler.steps import default_steps
 from nlndl.compiler.symbols import SymbolTable
 
 DEFAULT_MEMORY_LIMIT = 2 * 1024**3
 
 __all__ = ["CompileError", "CompiledProgram", "compile_sketch", "default_steps"]
-
-
-def default_steps(checked: Checked, max_domain: int) -> int:
-    """Forward-chaining steps: one per layer of learned predicates, plus a chain through the largest
-    domain when a learned predicate is recursive (a derivation can then be that long)."""
-    learned = set(checked.learned)
-    graph = nx.DiGraph()
-    graph.add_nodes_from(learned)
-    for spec in checked.learned.values():
-        graph.add_edges_from((q, spec.predicate) for q in spec.body if q in learned and q != spec.predicate)
-    condensed = nx.condensation(graph)
-    depth = nx.dag_longest_path_length(condensed) + 1 if len(condensed) else 1
-    recursive = learned & checked.strata.recursive if checked.strata else set()
-    return depth + (max(max_domain - 1, 0) if recursive else 0)
 
 
 def compile_sketch(
@@ -57,9 +42,8 @@ def compile_sketch(
     learned, lowered = lower(checked, worlds, diags, memory_limit)
     if diags:
         raise CompileError(diags)
-    max_domain = max((len(d) for w in worlds for d in w.domains.values()), default=1)
     if steps is None:
-        steps = sketch.steps[0] if sketch.steps else default_steps(checked, max_domain)
+        steps = sketch.steps[0] if sketch.steps else default_steps(checked, (w.db for w in worlds))
     digest = hashlib.sha256()
     for name in sorted(diags.sources):
         digest.update(name.encode() + b"\0" + diags.sources[name].encode() + b"\0")

@@ -16,10 +16,12 @@ import torch
 
 from nlndl.compiler.crisp import Rule
 from nlndl.compiler.ir import CompiledProgram
-from nlndl.extract import extract, render, simplify
+from nlndl.extract import extract, prune_clauses, render, simplify
 from nlndl.runtime.chain import ChainConfig, ForwardChainer
 from nlndl.runtime.train import TrainConfig, Trainer, TrainState
 from nlndl.verify import Score, clingo_score, crisp_score
+
+PRUNED_PER_CHECK = 2  # near-misses per check whose superfluous clauses are sought (each costs a few crisp runs)
 
 
 @dataclass
@@ -81,22 +83,29 @@ class Learner:
 
     def check(self, model: ForwardChainer, losses: torch.Tensor) -> int | None:
         """A winning restart, if any. Restarts whose crisp program misclassifies an example on the compiled
-        substitutions (one batched forward pass) are only remembered, by that count; the others have their
-        rules extracted, evaluated by the crisp evaluator, simplified and verified by clingo."""
+        substitutions (one batched forward pass) are only remembered, by that count, except the
+        ``PRUNED_PER_CHECK`` with the fewest, whose superfluous clauses are dropped (:func:`prune_clauses`);
+        the others have their rules extracted, evaluated by the crisp evaluator, simplified and verified
+        by clingo."""
         grid_wrong = model.crisp_wrong(self.config.threshold).cpu()
         examples = sum(int(w.example_slots.numel()) for w in model.worlds)
-        for restart in torch.argsort(torch.nan_to_num(losses, nan=float("inf"))).tolist():
-            if grid_wrong[restart] > 0:
+        order = torch.argsort(torch.nan_to_num(losses, nan=float("inf"))).tolist()
+        near = sorted((r for r in order if grid_wrong[r] > 0), key=lambda r: float(grid_wrong[r]))
+        for restart in order:
+            if grid_wrong[restart] > 0 and restart not in near[:PRUNED_PER_CHECK]:
                 accuracy = 1.0 - float(grid_wrong[restart]) / max(examples, 1)
                 if self.best is None or accuracy > self.best[0]:
                     rules = extract(self.program, memberships(model, restart), self.config.threshold)
                     self.best = (accuracy, rules, None)
                 continue
-            rules, score = self.candidate(model, restart)
+            rules = extract(self.program, memberships(model, restart), self.config.threshold)
             key = tuple(render(r) for r in rules)
             if key in self.tried:
                 continue
             self.tried.add(key)
+            if grid_wrong[restart] > 0:
+                rules = prune_clauses(rules, self.errors)
+            score = crisp_score(self.program, rules)
             if self.best is None or score.accuracy > self.best[0]:
                 self.best = (score.accuracy, rules, score)
             if not score.solved:
@@ -108,6 +117,11 @@ class Learner:
                 self.best = (1.0, simple, verified)
                 return restart
         return None
+
+    def errors(self, rules: list[Rule]) -> int:
+        """Examples that ``rules`` misclassify in the crisp evaluator."""
+        score = crisp_score(self.program, rules)
+        return len(score.missed) + len(score.wrong)
 
     def best_rules(self, model: ForwardChainer) -> tuple[list[Rule], Score]:
         """The best candidate seen (restart 0's rules if none was checked), with its crisp score."""

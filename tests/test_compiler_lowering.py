@@ -117,6 +117,17 @@ def test_default_steps(tmp_path):
     assert fixed.steps == 7
 
 
+def test_default_steps_follow_the_longest_chain_of_facts(tmp_path):
+    # constants that no chain links do not lengthen T: e walks x -> y -> z, q names five more
+    text = TINY.format(prune="none") + '.decl q(a: N)\nq("a"). q("b"). q("c"). q("d"). q("f").\n'
+    assert compile_text(tmp_path, text).steps == 1 + 2
+    # a cycle over n constants counts n - 1 links, the longest simple path it can hold
+    assert compile_text(tmp_path, text + 'e("z","x").\n').steps == 1 + 2
+    # a ternary relation's chain runs through any pair of its argument positions
+    ternary = text + '.decl t(a: N, b: N, c: N)\nt("a","q","b"). t("b","q","c"). t("c","q","d"). t("d","q","f").\n'
+    assert compile_text(tmp_path, ternary).steps == 1 + 4
+
+
 def test_worlds_get_their_own_domains(tmp_path):
     text = """
 .decl e(a: symbol, b: symbol)
