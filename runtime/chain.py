@@ -227,18 +227,23 @@ class PredicateFunction(nn.Module):
             return inner, outer
         return (inner > threshold).to(inner.dtype), (outer > threshold).to(outer.dtype)
 
-    def prepare(self, crisp: torch.Tensor, threshold: float | None = None) -> Prepared:
-        """Everything a run's steps share, from the gathered crisp columns (S, Lc) of one world; with
-        ``threshold``, for the crisp program read from the memberships."""
+    def crisp_factors(self, crisp: torch.Tensor) -> torch.Tensor:
+        """The gathered crisp columns (S, Lc) of one world as the exponents of (1 - m) in the first level's
+        product: 1 - x for DNF, x for CNF, negated columns appended. Fixed for a world: computed once."""
+        if self.ir.negation:
+            crisp = torch.cat([crisp, 1.0 - crisp], dim=-1)
+        return 1.0 - crisp if self.ir.form == "dnf" else crisp
+
+    def prepare(self, factors: torch.Tensor, threshold: float | None = None) -> Prepared:
+        """Everything a run's steps share, from one world's :meth:`crisp_factors`; with ``threshold``, for
+        the crisp program read from the memberships."""
         inner, outer = self.memberships(threshold)
         gate = self.gate(inner) if self.gate is not None else None
         logs = log_keep(inner)
-        if self.ir.negation:
-            crisp = torch.cat([crisp, 1.0 - crisp], dim=-1)
         k, terms, _ = logs.shape
         # (S, Lc) @ (Lc, K * T): one matrix product for all restarts, whose crisp inputs are the same
         weights = logs[..., self.crisp_columns].reshape(k * terms, -1).mT
-        exponent = torch.matmul(1.0 - crisp if self.ir.form == "dnf" else crisp, weights)
+        exponent = torch.matmul(factors, weights)
         exponent = exponent.reshape(-1, k, terms).transpose(0, 1)
         fuzzy = logs[..., self.fuzzy_columns] if self.power else None
         return Prepared(exponent, inner[..., self.fuzzy_columns], outer, gate, fuzzy)
@@ -285,7 +290,7 @@ class WorldTensors(nn.Module):
             # extensional atoms keep their values during a run: store the values, not where to gather them
             crisp = torch.from_numpy(world.valuation[gather[:, function.crisp_inputs]])
             fuzzy = torch.from_numpy(gather[:, function.fuzzy_inputs].copy())
-            self.register_buffer(f"crisp_{p}", crisp, persistent=False)
+            self.register_buffer(f"crisp_{p}", function.crisp_factors(crisp), persistent=False)
             self.register_buffer(f"gather_fuzzy_{p}", fuzzy, persistent=False)
             local = world.scatter(p) - world.layout[p].offset
             self.register_buffer(f"scatter_{p}", torch.from_numpy(local.copy()), persistent=False)
