@@ -133,22 +133,6 @@ def simplify(rules: list[Rule], still_correct: Callable[[list[Rule]], bool]) -> 
     return sorted({canonical(r) for r in current}, key=_order)
 
 
-def prune_clauses(rules: list[Rule], errors: Callable[[list[Rule]], int]) -> list[Rule]:
-    """Drop clauses, one at a time, while a drop lowers ``errors`` (misclassified examples): the reference's
-    finishing step (a membership cut where the loss barely rises), read crisply. It clears a superfluous
-    clause that derives negatives beside clauses that already derive every positive."""
-    current, count = list(rules), errors(rules)
-    dropped = True
-    while dropped and count:
-        dropped = False
-        for rule in list(current):
-            trial = [r for r in current if r is not rule]
-            trial_count = errors(trial)
-            if trial_count < count:
-                current, count, dropped = trial, trial_count, True
-    return current
-
-
 def _order(rule: Rule) -> tuple:
     return (rule.head, len(rule.body), [(a.predicate, a.negated, a.args) for a in rule.body])
 

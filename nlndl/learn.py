@@ -16,12 +16,12 @@ import torch
 
 from nlndl.compiler.crisp import Rule
 from nlndl.compiler.ir import CompiledProgram
-from nlndl.extract import extract, prune_clauses, render, simplify
-from nlndl.runtime.chain import ChainConfig, ForwardChainer
+from nlndl.extract import extract, render, simplify
+from nlndl.runtime.chain import ChainConfig, ForwardChainer, Variants
 from nlndl.runtime.train import TrainConfig, Trainer, TrainState
 from nlndl.verify import Score, clingo_score, crisp_score
 
-PRUNED_PER_CHECK = 2  # near-misses per check whose superfluous clauses are sought (each costs a few crisp runs)
+PRUNED_PER_CHECK = 2  # near-misses per check whose superfluous clauses are sought (a batched crisp pass per drop)
 
 
 @dataclass
@@ -69,6 +69,38 @@ def memberships(model: ForwardChainer, restart: int) -> dict[str, tuple[np.ndarr
     return out
 
 
+@torch.no_grad()
+def drop_terms(model: ForwardChainer, restart: int, threshold: float) -> tuple[dict[str, list[int]], int]:
+    """DNF terms (clauses) of ``restart``'s crisp program to switch off, one at a time while a drop lowers
+    the examples it misclassifies on the compiled substitutions: the reference's finishing step (a
+    membership cut where the loss barely rises), read crisply. Every candidate drop is one slot of a
+    batched crisp pass. Returns the dropped terms per predicate and the misclassified examples left."""
+    keep = {
+        p: (f.memberships(threshold)[1][restart] > 0).to(torch.float32)
+        for p, f in model.functions.items()
+        if f.ir.form == "dnf"
+    }
+    dropped: dict[str, list[int]] = {p: [] for p in keep}
+    rows = torch.tensor([restart], device=model.worlds[0].valuation.device)
+    left = int(model.crisp_wrong(threshold, Variants(rows, {p: k[None] for p, k in keep.items()}))[0])
+    while left:
+        options = [(p, t) for p, k in keep.items() for t in torch.nonzero(k).flatten().tolist()]
+        if not options:
+            break
+        masks = {p: k.expand(len(options), -1).clone() for p, k in keep.items()}
+        for i, (p, t) in enumerate(options):
+            masks[p][i, t] = 0.0
+        wrong = model.crisp_wrong(threshold, Variants(rows.expand(len(options)), masks))
+        best = int(torch.argmin(wrong))
+        if wrong[best] >= left:
+            break
+        p, t = options[best]
+        keep[p][t] = 0.0
+        dropped[p].append(t)
+        left = int(wrong[best])
+    return {p: terms for p, terms in dropped.items() if terms}, left
+
+
 class Learner:
     """Keeps the best candidate seen; its ``check`` is the trainer's stopping rule."""
 
@@ -78,33 +110,34 @@ class Learner:
         self.tried: set[tuple[str, ...]] = set()  # rule sets already scored
 
     def candidate(self, model: ForwardChainer, restart: int) -> tuple[list[Rule], Score]:
-        rules = extract(self.program, memberships(model, restart), self.config.threshold)
+        rules = self.rules(model, restart)
         return rules, crisp_score(self.program, rules)
 
     def check(self, model: ForwardChainer, losses: torch.Tensor) -> int | None:
         """A winning restart, if any. Restarts whose crisp program misclassifies an example on the compiled
         substitutions (one batched forward pass) are only remembered, by that count, except the
-        ``PRUNED_PER_CHECK`` with the fewest, whose superfluous clauses are dropped (:func:`prune_clauses`);
-        the others have their rules extracted, evaluated by the crisp evaluator, simplified and verified
-        by clingo."""
-        grid_wrong = model.crisp_wrong(self.config.threshold).cpu()
+        ``PRUNED_PER_CHECK`` with the fewest, whose superfluous clauses are dropped (:func:`drop_terms`);
+        the others, and those that dropping leaves with none misclassified, have their rules extracted,
+        evaluated by the crisp evaluator, simplified and verified by clingo."""
+        threshold = self.config.threshold
+        grid_wrong = model.crisp_wrong(threshold).cpu()
         examples = sum(int(w.example_slots.numel()) for w in model.worlds)
         order = torch.argsort(torch.nan_to_num(losses, nan=float("inf"))).tolist()
         near = sorted((r for r in order if grid_wrong[r] > 0), key=lambda r: float(grid_wrong[r]))
         for restart in order:
-            if grid_wrong[restart] > 0 and restart not in near[:PRUNED_PER_CHECK]:
-                accuracy = 1.0 - float(grid_wrong[restart]) / max(examples, 1)
+            wrong, dropped = int(grid_wrong[restart]), {}
+            if wrong and restart in near[:PRUNED_PER_CHECK]:
+                dropped, wrong = drop_terms(model, restart, threshold)
+            if wrong:
+                accuracy = 1.0 - wrong / max(examples, 1)
                 if self.best is None or accuracy > self.best[0]:
-                    rules = extract(self.program, memberships(model, restart), self.config.threshold)
-                    self.best = (accuracy, rules, None)
+                    self.best = (accuracy, self.rules(model, restart, dropped), None)
                 continue
-            rules = extract(self.program, memberships(model, restart), self.config.threshold)
+            rules = self.rules(model, restart, dropped)
             key = tuple(render(r) for r in rules)
             if key in self.tried:
                 continue
             self.tried.add(key)
-            if grid_wrong[restart] > 0:
-                rules = prune_clauses(rules, self.errors)
             score = crisp_score(self.program, rules)
             if self.best is None or score.accuracy > self.best[0]:
                 self.best = (score.accuracy, rules, score)
@@ -118,10 +151,12 @@ class Learner:
                 return restart
         return None
 
-    def errors(self, rules: list[Rule]) -> int:
-        """Examples that ``rules`` misclassify in the crisp evaluator."""
-        score = crisp_score(self.program, rules)
-        return len(score.missed) + len(score.wrong)
+    def rules(self, model: ForwardChainer, restart: int, dropped: dict[str, list[int]] | None = None) -> list[Rule]:
+        """The rules read from ``restart``'s memberships, without the ``dropped`` terms."""
+        weights = memberships(model, restart)
+        for p, terms in (dropped or {}).items():
+            weights[p][1][terms] = 0.0
+        return extract(self.program, weights, self.config.threshold)
 
     def best_rules(self, model: ForwardChainer) -> tuple[list[Rule], Score]:
         """The best candidate seen (restart 0's rules if none was checked), with its crisp score."""

@@ -103,6 +103,15 @@ def _second(terms: torch.Tensor, outer: torch.Tensor, form: str, gate: torch.Ten
 
 
 @dataclass
+class Variants:
+    """Programs to run in place of the K restarts: slot i runs restart ``rows[i]`` with the DNF terms where
+    ``keep[p][i]`` is 0 switched off (a clause dropped); predicates absent from ``keep`` keep every term."""
+
+    rows: torch.Tensor  # (V,) restart indices
+    keep: dict[str, torch.Tensor]  # predicate -> (V, terms) of 0/1
+
+
+@dataclass
 class Prepared:
     """What every forward-chaining step of one run reads for one learned predicate in one world,
     computed once: the crisp columns never change during a run, so their whole first-level
@@ -220,12 +229,19 @@ class PredicateFunction(nn.Module):
             initialise(self.inner[k], self.inner_init, self.c, generator)
             initialise(self.outer[k], self.outer_init, self.c, generator)
 
-    def memberships(self, threshold: float | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """Inner (K, T, L) and outer (K, T) memberships; with ``threshold``, each read as 0 or 1 (the rules)."""
+    def memberships(
+        self, threshold: float | None = None, variants: Variants | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Inner (K, T, L) and outer (K, T) memberships; with ``threshold``, each read as 0 or 1 (the rules);
+        with ``variants``, those of the restarts it names, with the terms it drops switched off."""
         inner, outer = torch.sigmoid(self.c * self.inner), torch.sigmoid(self.c * self.outer)
-        if threshold is None:
-            return inner, outer
-        return (inner > threshold).to(inner.dtype), (outer > threshold).to(outer.dtype)
+        if variants is not None:
+            inner, outer = inner[variants.rows], outer[variants.rows]
+        if threshold is not None:
+            inner, outer = (inner > threshold).to(inner.dtype), (outer > threshold).to(outer.dtype)
+        if variants is not None and self.ir.predicate in variants.keep:
+            outer = outer * variants.keep[self.ir.predicate]
+        return inner, outer
 
     def crisp_factors(self, crisp: torch.Tensor) -> torch.Tensor:
         """The gathered crisp columns (S, Lc) of one world as the exponents of (1 - m) in the first level's
@@ -234,10 +250,12 @@ class PredicateFunction(nn.Module):
             crisp = torch.cat([crisp, 1.0 - crisp], dim=-1)
         return 1.0 - crisp if self.ir.form == "dnf" else crisp
 
-    def prepare(self, factors: torch.Tensor, threshold: float | None = None) -> Prepared:
+    def prepare(
+        self, factors: torch.Tensor, threshold: float | None = None, variants: Variants | None = None
+    ) -> Prepared:
         """Everything a run's steps share, from one world's :meth:`crisp_factors`; with ``threshold``, for
-        the crisp program read from the memberships."""
-        inner, outer = self.memberships(threshold)
+        the crisp program read from the memberships (see :meth:`memberships` for ``variants``)."""
+        inner, outer = self.memberships(threshold, variants)
         gate = self.gate(inner) if self.gate is not None else None
         logs = log_keep(inner)
         k, terms, _ = logs.shape
@@ -320,12 +338,21 @@ class ForwardChainer(nn.Module):
     def restarts(self) -> int:
         return self.config.restarts
 
-    def run(self, world: WorldTensors, steps: int | None = None, threshold: float | None = None) -> torch.Tensor:
+    def run(
+        self,
+        world: WorldTensors,
+        steps: int | None = None,
+        threshold: float | None = None,
+        variants: Variants | None = None,
+    ) -> torch.Tensor:
         """Valuations (K, atoms) after T forward-chaining steps from the world's initial valuation. With
-        ``threshold``, of the crisp program: memberships read as 0 or 1, valuations rounded after every step."""
-        x = world.valuation.unsqueeze(0).expand(self.restarts, -1).clone()
+        ``threshold``, of the crisp program: memberships read as 0 or 1, valuations rounded after every step;
+        with ``variants``, of the programs it describes, (V, atoms)."""
+        slots = self.restarts if variants is None else len(variants.rows)
+        x = world.valuation.unsqueeze(0).expand(slots, -1).clone()
         for p in self.order:
-            self.steps_[p].prepared = self.functions[p].prepare(getattr(world, f"crisp_{p}"), threshold)
+            crisp = getattr(world, f"crisp_{p}")
+            self.steps_[p].prepared = self.functions[p].prepare(crisp, threshold, variants)
         for _ in range(self.program.steps if steps is None else steps):
             for p in self.order:
                 offset, size = world.ranges[p]
@@ -340,13 +367,14 @@ class ForwardChainer(nn.Module):
         return x
 
     @torch.no_grad()
-    def crisp_wrong(self, threshold: float) -> torch.Tensor:
-        """Per restart: the examples that the crisp program read from the memberships at ``threshold`` gets
-        wrong on the compiled substitutions (memberships read as 0 or 1, valuations rounded each step).
-        One forward pass for all restarts: a cheap filter before rules are extracted and evaluated."""
-        wrong = torch.zeros(self.restarts, device=self.worlds[0].valuation.device)
+    def crisp_wrong(self, threshold: float, variants: Variants | None = None) -> torch.Tensor:
+        """Per restart (or variant): the examples that the crisp program read from the memberships at
+        ``threshold`` gets wrong on the compiled substitutions (memberships read as 0 or 1, valuations
+        rounded each step). One forward pass for all: a cheap filter before rules are extracted and evaluated."""
+        slots = self.restarts if variants is None else len(variants.rows)
+        wrong = torch.zeros(slots, device=self.worlds[0].valuation.device)
         for world in self.worlds:
-            values = self.run(world, threshold=threshold)[:, world.example_slots]
+            values = self.run(world, threshold=threshold, variants=variants)[:, world.example_slots]
             wrong += ((values > 0.5) != (world.example_labels > 0.5)).sum(-1)
         return wrong
 

@@ -1,36 +1,53 @@
-"""Reading rules back: dropping superfluous clauses from a near-miss (the reference's finishing step)."""
+"""Reading rules back from a near-miss: a clause that derives only negatives is dropped (the reference's
+finishing step), found by batched crisp passes over the compiled substitutions."""
 
 from pathlib import Path
 
+import torch
+
 from nlndl import api
-from nlndl.extract import prune_clauses, render
-from nlndl.learn import LearnConfig, Learner
+from nlndl.extract import render
+from nlndl.learn import LearnConfig, Learner, drop_terms
+from nlndl.runtime.chain import ChainConfig, ForwardChainer
 
 LENGTH = Path(__file__).parent.parent / "examples" / "ilp" / "dilp" / "length" / "sketch.dl"
-KNOWN = """
-target(A, B) :- zero(A), zero(B).
-target(A, B) :- cons(A, C), target(C, D), succ(D, B).
-"""
+A, B, C, D = range(4)
+KNOWN = [
+    [("zero", (A,)), ("zero", (B,))],
+    [("cons", (A, C)), ("target", (C, D)), ("succ", (D, B))],
+]
+# value(A, B) with a successor of B: right for three lists, wrong for [1,2,3] (its head is 1, its length 3)
+SPARE = [("value", (A, B)), ("succ", (B, C))]
 
 
-def test_a_clause_that_only_derives_negatives_is_dropped(tmp_path):
+def model_with(clauses: list[list[tuple[str, tuple[int, ...]]]]) -> tuple[ForwardChainer, list[str]]:
+    """Restart 0 holds ``clauses`` as crisp memberships, one per term; restart 1 holds nothing."""
     program = api.compile(LENGTH)
-    path = tmp_path / "rules.dl"
-    # value(A, B) with a successor of B: right for three lists, wrong for [1,2,3] of length 3 (its head is 1)
-    path.write_text(KNOWN + "target(A, B) :- value(A, B), succ(B, C).\n")
-    rules = api.read_rules(path, program)
-    errors = Learner(program, LearnConfig()).errors
-    assert errors(rules) == 1
-    pruned = prune_clauses(rules, errors)
-    assert errors(pruned) == 0
-    assert [render(r) for r in pruned] == [render(r) for r in rules[:2]]
+    model = ForwardChainer(program, ChainConfig(restarts=2))
+    function = model.functions["target"]
+    inputs = {(a.predicate, a.vars): i for i, a in enumerate(function.ir.inputs)}
+    with torch.no_grad():
+        function.inner.fill_(-20.0)
+        function.outer.fill_(-20.0)
+        for t, clause in enumerate(clauses):
+            function.outer[0, t] = 20.0
+            for atom in clause:
+                function.inner[0, t, inputs[atom]] = 20.0
+    return model, program
 
 
-def test_a_clause_that_derives_positives_stays(tmp_path):
-    program = api.compile(LENGTH)
-    path = tmp_path / "rules.dl"
-    path.write_text("target(A, B) :- zero(A), zero(B).\ntarget(A, B) :- value(A, B).\n")
-    rules = api.read_rules(path, program)
-    errors = Learner(program, LearnConfig()).errors
+def test_a_clause_that_only_derives_negatives_is_dropped():
+    model, program = model_with(KNOWN + [SPARE])
+    assert int(model.crisp_wrong(0.5)[0]) == 1
+    assert drop_terms(model, 0, 0.5) == ({"target": [2]}, 0)
+    learner = Learner(program, LearnConfig())
+    assert learner.check(model, model.losses().detach()) == 0
+    rules, score = learner.best_rules(model)
+    assert score.solved and len(rules) == 2
+    assert "target(A, B) :- value(A, B), succ(B, C)." not in [render(r) for r in rules]
+
+
+def test_a_clause_that_derives_positives_stays():
     # value(A, B) derives four positives and two negatives: dropping it would cost more than it saves
-    assert prune_clauses(rules, errors) == rules
+    model, _ = model_with([KNOWN[0], [("value", (A, B))]])
+    assert drop_terms(model, 0, 0.5) == ({}, int(model.crisp_wrong(0.5)[0]))
