@@ -228,7 +228,7 @@ def train_command(
     from nlndl.export import write_program
     from nlndl.learn import LearnConfig, learn
     from nlndl.progress import training_bar
-    from nlndl.runtime.chain import ChainConfig, auto_restarts
+    from nlndl.runtime.chain import ChainConfig
     from nlndl.runtime.train import TrainConfig
 
     _check_device(device)
@@ -238,14 +238,13 @@ def train_command(
     checkpoint = output_dir / f"{stem}.checkpoint"
     if resume and not (checkpoint / "checkpoint.json").exists():
         _fail(f"{checkpoint}: error: no checkpoint to resume from")
-    restarts = restarts or auto_restarts(program)
     config = LearnConfig(
         train=TrainConfig(seed=seed, max_iters=max_iters, time_limit=time_limit),
-        chain=ChainConfig(restarts=restarts),
+        chain=ChainConfig(restarts=restarts).for_program(program),  # the progress bar shows the count
         device=device,
     )
     try:
-        with training_bar(max_iters, restarts, quiet or json_summary) as progress:
+        with training_bar(max_iters, config.chain.restarts, quiet or json_summary) as progress:
             result = learn(program, config, progress, resume=checkpoint if resume else None, checkpoint=checkpoint)
     except KeyboardInterrupt:
         typer.echo(f"interrupted: checkpoint saved to {checkpoint}; continue with --resume", err=True)

@@ -70,11 +70,12 @@ def memberships(model: ForwardChainer, restart: int) -> dict[str, tuple[np.ndarr
 
 
 @torch.no_grad()
-def drop_terms(model: ForwardChainer, restart: int, threshold: float) -> tuple[dict[str, list[int]], int]:
+def drop_terms(model: ForwardChainer, restart: int, threshold: float, left: int) -> tuple[dict[str, list[int]], int]:
     """DNF terms (clauses) of ``restart``'s crisp program to switch off, one at a time while a drop lowers
-    the examples it misclassifies on the compiled substitutions: the reference's finishing step (a
-    membership cut where the loss barely rises), read crisply. Every candidate drop is one slot of a
-    batched crisp pass. Returns the dropped terms per predicate and the misclassified examples left."""
+    the examples it misclassifies on the compiled substitutions (``left`` of them to begin with, as
+    ``crisp_wrong`` counted): the reference's finishing step (a membership cut where the loss barely
+    rises), read crisply. Every candidate drop is one slot of a batched crisp pass. Returns the dropped
+    terms per predicate and the misclassified examples left."""
     keep = {
         p: (f.memberships(threshold)[1][restart] > 0).to(torch.float32)
         for p, f in model.functions.items()
@@ -82,7 +83,6 @@ def drop_terms(model: ForwardChainer, restart: int, threshold: float) -> tuple[d
     }
     dropped: dict[str, list[int]] = {p: [] for p in keep}
     rows = torch.tensor([restart], device=model.worlds[0].valuation.device)
-    left = int(model.crisp_wrong(threshold, Variants(rows, {p: k[None] for p, k in keep.items()}))[0])
     while left:
         options = [(p, t) for p, k in keep.items() for t in torch.nonzero(k).flatten().tolist()]
         if not options:
@@ -123,11 +123,12 @@ class Learner:
         grid_wrong = model.crisp_wrong(threshold).cpu()
         examples = sum(int(w.example_slots.numel()) for w in model.worlds)
         order = torch.argsort(torch.nan_to_num(losses, nan=float("inf"))).tolist()
-        near = sorted((r for r in order if grid_wrong[r] > 0), key=lambda r: float(grid_wrong[r]))
+        misses = sorted((r for r in order if grid_wrong[r] > 0), key=lambda r: float(grid_wrong[r]))
+        near = set(misses[:PRUNED_PER_CHECK])
         for restart in order:
             wrong, dropped = int(grid_wrong[restart]), {}
-            if wrong and restart in near[:PRUNED_PER_CHECK]:
-                dropped, wrong = drop_terms(model, restart, threshold)
+            if restart in near:
+                dropped, wrong = drop_terms(model, restart, threshold, wrong)
             if wrong:
                 accuracy = 1.0 - wrong / max(examples, 1)
                 if self.best is None or accuracy > self.best[0]:

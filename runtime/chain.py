@@ -59,6 +59,10 @@ class ChainConfig:
         if self.restarts is not None and self.restarts < 1:
             raise ValueError("at least one restart is needed")
 
+    def for_program(self, program: CompiledProgram) -> ChainConfig:
+        """This config with the number of restarts decided: the one asked for, else :func:`auto_restarts`."""
+        return self if self.restarts is not None else replace(self, restarts=auto_restarts(program))
+
 
 # restarts by the work of one forward pass (gather index entries x steps): a small program's pass costs
 # little more with more restarts (Buzz 34 -> 47 ms per iteration from 16 to 64, one thread), a large one's
@@ -320,10 +324,7 @@ class ForwardChainer(nn.Module):
 
     def __init__(self, program: CompiledProgram, config: ChainConfig | None = None) -> None:
         super().__init__()
-        config = config or ChainConfig()
-        if config.restarts is None:
-            config = replace(config, restarts=auto_restarts(program))
-        self.program, self.config = program, config
+        self.program, self.config = program, (config or ChainConfig()).for_program(program)
         order = [p for stratum in program.strata for p in stratum if p in program.learned]
         self.order = order
         self.functions = nn.ModuleDict(

@@ -39,7 +39,7 @@ def model_with(clauses: list[list[tuple[str, tuple[int, ...]]]]) -> tuple[Forwar
 def test_a_clause_that_only_derives_negatives_is_dropped():
     model, program = model_with(KNOWN + [SPARE])
     assert int(model.crisp_wrong(0.5)[0]) == 1
-    assert drop_terms(model, 0, 0.5) == ({"target": [2]}, 0)
+    assert drop_terms(model, 0, 0.5, 1) == ({"target": [2]}, 0)
     learner = Learner(program, LearnConfig())
     assert learner.check(model, model.losses().detach()) == 0
     rules, score = learner.best_rules(model)
@@ -50,4 +50,5 @@ def test_a_clause_that_only_derives_negatives_is_dropped():
 def test_a_clause_that_derives_positives_stays():
     # value(A, B) derives four positives and two negatives: dropping it would cost more than it saves
     model, _ = model_with([KNOWN[0], [("value", (A, B))]])
-    assert drop_terms(model, 0, 0.5) == ({}, int(model.crisp_wrong(0.5)[0]))
+    wrong = int(model.crisp_wrong(0.5)[0])
+    assert drop_terms(model, 0, 0.5, wrong) == ({}, wrong)
