@@ -271,7 +271,7 @@ def train_command(
         status = "solved (verified by clingo)" if result.solved else "NOT solved"
         typer.echo(
             f"{stem}: {status} in {result.seconds:.2f} s, {result.iterations} iterations, "
-            f"{restarts} restarts, seed {seed}"
+            f"{result.restarts} restarts, seed {seed}"
         )
         for text in result.rule_texts():
             typer.echo(f"  {text}")

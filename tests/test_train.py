@@ -13,7 +13,7 @@ from nlndl.compiler.crisp import evaluate
 from nlndl.compiler.symbols import SymbolTable
 from nlndl.engines import clingo_model
 from nlndl.learn import LearnConfig, learn
-from nlndl.runtime.chain import ChainConfig
+from nlndl.runtime.chain import ChainConfig, auto_restarts
 from nlndl.runtime.train import TrainConfig
 from nlndl.verify import world_facts
 
@@ -80,7 +80,14 @@ def test_unsolved_run_exits_1_with_best_rules(tmp_path):
     )
     assert result.exit_code == 1
     assert "NOT solved" in result.output and "precision" in result.output
+    assert "3 iterations, 1 restarts, seed 0" in result.output
     assert (tmp_path / "even.json").exists()
+    # no --restarts: the summary names the count the runtime chose, not the missing option
+    default = runner.invoke(
+        app, ["train", str(ILP / "even" / "sketch.dl"), "-D", str(tmp_path / "d"), "--max-iters", "3"]
+    )
+    chosen = auto_restarts(api.compile(ILP / "even" / "sketch.dl"))
+    assert f"3 iterations, {chosen} restarts, seed 0" in default.output
 
 
 def test_bad_flags_and_inputs(tmp_path):
