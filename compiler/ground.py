@@ -222,16 +222,18 @@ class Lowering:
             self.lifts[(sub, sup)] = np.array(positions + [-1], dtype=np.int64)
         return self.lifts[(sub, sup)][x]  # x = -1 (an undefined function value) reads the trailing -1
 
-    def kept(self) -> np.ndarray:
-        """Flat indices (into the substitution grid) of the substitutions that survive pruning."""
+    def kept(self, heads: np.ndarray | None = None) -> np.ndarray:
+        """Flat indices (into the substitution grid) of the substitutions that survive pruning; with
+        ``heads`` (sorted valuation slots), only those whose head atom is one of them."""
+        head = InputAtom(self.spec.predicate, tuple(range(self.spec.head_arity)))
         chunks = []
         for start in range(0, self.total, CHUNK):
             flat = np.arange(start, min(start + CHUNK, self.total), dtype=np.int64)
-            if not self.prune or self.spec.extra == 0:
-                chunks.append(flat)
-                continue
             theta = np.unravel_index(flat, self.sizes)
-            keep = np.ones(flat.shape, dtype=bool)
+            keep = np.ones(flat.shape, dtype=bool) if heads is None else np.isin(self.slots(head, theta), heads)
+            if not self.prune or self.spec.extra == 0:
+                chunks.append(flat[keep])
+                continue
             for var in range(self.spec.head_arity, self.spec.vars):
                 bound = theta[var] == 0
                 for atom in self.extensional:
@@ -313,12 +315,16 @@ def lower(
     inputs = {p: input_list(spec, checked) for p, spec in checked.learned.items()}
     closed = {name for name, _ in checked.sketch.closed}
     pruned = {p: prunes(spec, worlds) for p, spec in checked.learned.items()}
+    # a learned predicate that no learned predicate reads matters only at its example atoms
+    unread = learned - {a.predicate for atoms in inputs.values() for a in atoms}
     plans = []
     estimate = 0
     for world in worlds:
         layout, atoms = layout_world(world, checked, relations)
         values = valuation(world, layout, atoms, learned)
         functions = function_maps(checked, world, diags)
+        labelled = examples(world, layout, closed, diags)
+        demanded = labelled["examples/slots"]
         lowerings = {}
         for p, spec in checked.learned.items():
             low = Lowering(spec, inputs[p], world, layout, values, learned, functions, pruned[p], checked)
@@ -329,9 +335,9 @@ def lower(
                     f"(domains {' x '.join(map(str, low.sizes))}); reduce vars or the domains",
                 )
                 return {}, []
-            lowerings[p] = (low, low.kept())
+            lowerings[p] = (low, low.kept(demanded if p in unread else None))
             estimate += lowerings[p][1].size * (len(inputs[p]) + 1) * 8
-        plans.append((world, layout, atoms, values, lowerings))
+        plans.append((world, layout, atoms, values, lowerings, labelled))
     if estimate > memory_limit:
         worst = max(
             checked.learned.values(),
@@ -344,13 +350,13 @@ def lower(
         )
         return {}, []
     out = []
-    for world, layout, atoms, values, lowerings in plans:
+    for world, layout, atoms, values, lowerings, labelled in plans:
         arrays = {"valuation": values}
         subst, pruned = {}, {}
         for p, (low, kept) in lowerings.items():
             arrays.update(low.arrays(kept))
             subst[p], pruned[p] = int(kept.size), int(low.total - kept.size)
-        arrays.update(examples(world, layout, closed, diags))
+        arrays.update(labelled)
         out.append(WorldIR(world.name, atoms, layout, world.domains, subst, pruned, arrays))
     return {p: learned_ir(s, inputs[p], pruned[p]) for p, s in checked.learned.items()}, out
 

@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from nlndl import __version__
+from nlndl.allocator import keep_freed_memory
 from nlndl.output import OutputError, check_replaceable_program, check_writable, write_bytes_atomic, write_json
 from nlndl.progress import progress_bar, status_line
 
@@ -48,6 +49,7 @@ def root(
     ] = False,
 ) -> None:
     """Learn explicit, verifiable Datalog programs with Neural Logic Networks."""
+    keep_freed_memory()  # this process only: step temporaries reuse heap memory instead of fresh pages
 
 
 def _fail(message: str) -> None:

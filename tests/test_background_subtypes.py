@@ -23,6 +23,7 @@ eq("a","a"). eq("ab","ab"). eq("ba","ba").
 pair("ab"). pair("ba"). pair("cd").
 .learn p(vars=2, types=[Pair], body=[eq, pair])
 .pos p("ab"). .neg p("a").
+.closed p
 """
 
 

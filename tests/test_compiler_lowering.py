@@ -250,3 +250,40 @@ def test_function_directive_errors(tmp_path):
     assert "s.dl:4:11: error: .function r: a function relation has two attributes" in message
     assert "s.dl:4:14: error: undeclared relation nope in .function" in message
     assert "error: p is not declared with '.function p'" in message
+
+
+UNREAD = """
+.type N <: symbol
+.decl e(a: N, b: N)
+.decl p(a: N, b: N)
+e("x","y"). e("y","z"). e("z","w").
+.learn p(vars=3, body=[e])
+.pos p("x","z").
+.neg p("z","x"). .neg p("x","y").
+"""
+
+
+def test_an_unread_predicate_keeps_only_its_example_heads(tmp_path, monkeypatch):
+    """p reads only e and nothing reads p: the substitutions of its non-example atoms are not compiled,
+    and the training loss is the same as with every substitution."""
+    import torch
+
+    from nlndl.compiler import ground
+    from nlndl.runtime.chain import ChainConfig, ForwardChainer
+
+    program = compile_text(tmp_path, UNREAD)
+    world = program.worlds[0]
+    assert set(world.scatter("p").tolist()) == set(world.example_slots.tolist())
+    assert world.substitutions["p"] < 4**3
+    recursive = compile_text(tmp_path, UNREAD.replace("body=[e]", "body=[e, p]"))
+    assert len(set(recursive.worlds[0].scatter("p").tolist())) == 16, "read by itself: every head atom"
+
+    full_kept = ground.Lowering.kept
+    monkeypatch.setattr(ground.Lowering, "kept", lambda self, heads=None: full_kept(self))
+    full = compile_text(tmp_path, UNREAD)
+    assert len(set(full.worlds[0].scatter("p").tolist())) == 16
+    losses = []
+    for prog in (program, full):
+        torch.manual_seed(0)
+        losses.append(ForwardChainer(prog, ChainConfig(restarts=4)).losses())
+    assert torch.allclose(losses[0], losses[1])

@@ -44,3 +44,14 @@ def test_cli_module_never_imports_click():
 def test_python_dash_m_works():
     result = subprocess.run([sys.executable, "-m", "nlndl", "--version"], capture_output=True, text=True)
     assert result.returncode == 0 and result.stdout.startswith("nlndl ")
+
+
+def test_cli_start_keeps_torch_unloaded_and_tunes_glibc_malloc():
+    """`nlndl --version` stays fast (no torch import); the allocator tuning applies where glibc has mallopt."""
+    script = (
+        "import sys, platform; from nlndl.allocator import keep_freed_memory; "
+        "ok = keep_freed_memory(); assert 'torch' not in sys.modules; "
+        "assert ok == (sys.platform.startswith('linux') and platform.libc_ver()[0] == 'glibc'), ok"
+    )
+    result = run_python(script)
+    assert result.returncode == 0, result.stderr
