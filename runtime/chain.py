@@ -14,10 +14,11 @@ import torch
 from torch import nn
 
 from nlndl.compiler.ir import CompiledProgram, LearnedIR
+from nlndl.runtime.fused import log_none
 from nlndl.runtime.init import Init, initialise
 from nlndl.runtime.layers import conjunction, disjunction
 from nlndl.runtime.message_passing import MessagePassing
-from nlndl.runtime.scatter import product_or
+from nlndl.runtime.scatter import log_not, product_or, scatter_or_logs
 
 AMALGAMATIONS = ("or", "replace", "max")
 FUZZY_FORMS = ("power", "product")
@@ -127,6 +128,11 @@ class Prepared:
     gate: torch.Tensor | None  # (K, T)
     log_keep_fuzzy: torch.Tensor | None  # log(1 - m) of the fuzzy columns, under the power form
 
+    @property
+    def scale(self) -> torch.Tensor:
+        """(K, T): what a DNF's second level multiplies each term by, its outer membership times its gate."""
+        return self.outer if self.gate is None else self.outer * self.gate
+
 
 def split_nln_forward(fuzzy: torch.Tensor, prep: Prepared, form: str) -> torch.Tensor:
     """:func:`nln_forward` with the candidate columns split into crisp (extensional: exactly 0 or 1) and
@@ -135,6 +141,27 @@ def split_nln_forward(fuzzy: torch.Tensor, prep: Prepared, form: str) -> torch.T
     Fuzzy columns (K, S, Lf) keep the exact product, or under the power form (``prep.log_keep_fuzzy``
     set) use the same power, which agrees with it at 0 and 1 and costs a matrix product instead of a
     (K, S, terms, Lf) tensor."""
+    if form == "dnf":
+        return -torch.expm1(split_dnf_log_none(fuzzy, prep))
+    exponent = _first_exponent(fuzzy, prep, form)
+    keep = torch.exp(exponent)  # prod (1 - m x) over the inputs
+    if fuzzy.shape[-1] and prep.log_keep_fuzzy is None:
+        keep = keep * (1.0 - disjunction(fuzzy, prep.inner_fuzzy.unsqueeze(1)))
+    return _second(1.0 - keep, prep.outer, form, prep.gate)
+
+
+def split_dnf_log_none(fuzzy: torch.Tensor, prep: Prepared) -> torch.Tensor:
+    """log(1 - F) per substitution (K, S) of a DNF's :func:`split_nln_forward`: what the OR over a head
+    atom's substitutions sums (:func:`nlndl.runtime.scatter.scatter_or_logs`)."""
+    exponent = _first_exponent(fuzzy, prep, "dnf")
+    if fuzzy.shape[-1] and prep.log_keep_fuzzy is None:  # the product form: its fuzzy factors are not powers
+        terms = torch.exp(exponent) * conjunction(fuzzy, prep.inner_fuzzy.unsqueeze(1))
+        return log_not(terms * prep.scale.unsqueeze(1)).sum(-1)
+    return log_none(exponent, prep.scale, cap=prep.log_keep_fuzzy is not None and fuzzy.shape[-1] > 0)
+
+
+def _first_exponent(fuzzy: torch.Tensor, prep: Prepared, form: str) -> torch.Tensor:
+    """The log of each first-level term's product (K, S, T): crisp columns, plus fuzzy ones under the power form."""
     power = prep.log_keep_fuzzy is not None and fuzzy.shape[-1] > 0
     exponent = prep.crisp_exponent
     if power:
@@ -145,17 +172,9 @@ def split_nln_forward(fuzzy: torch.Tensor, prep: Prepared, form: str) -> torch.T
         product = torch.matmul(logs, fuzzy.mT).mT
         # DNF: (1 - x) @ W = colsum(W) - x @ W, without a (K, S, Lf) tensor 1 - x
         exponent = exponent + (logs.sum(-1).unsqueeze(-2) - product if form == "dnf" else product)
-        exponent = exponent.clamp(max=0.0)  # <= 0 exactly; rounding in the sums must not lift a term above 1
-    if form == "dnf":
-        terms = torch.exp(exponent)  # (K, S, T)
-        if fuzzy.shape[-1] and not power:
-            terms = terms * conjunction(fuzzy, prep.inner_fuzzy.unsqueeze(1))
-    else:
-        keep = torch.exp(exponent)  # prod (1 - m x) over the inputs
-        if fuzzy.shape[-1] and not power:
-            keep = keep * (1.0 - disjunction(fuzzy, prep.inner_fuzzy.unsqueeze(1)))
-        terms = 1.0 - keep
-    return _second(terms, prep.outer, form, prep.gate)
+        if form != "dnf":  # the DNF's cap at 0 is part of log_none's autograd node
+            exponent = exponent.clamp(max=0.0)  # <= 0 exactly; rounding must not lift a term above 1
+    return exponent
 
 
 def fuzzy_any(m: torch.Tensor, incidence: torch.Tensor) -> torch.Tensor:
@@ -276,6 +295,12 @@ class PredicateFunction(nn.Module):
             fuzzy = torch.cat([fuzzy, 1.0 - fuzzy], dim=-1)
         return split_nln_forward(fuzzy, prep, self.ir.form)
 
+    def log_none(self, fuzzy: torch.Tensor, prep: Prepared) -> torch.Tensor:
+        """log(1 - F_p) (K, S) of a DNF, for the OR over substitutions without an exp and a log between."""
+        if self.ir.negation:
+            fuzzy = torch.cat([fuzzy, 1.0 - fuzzy], dim=-1)
+        return split_dnf_log_none(fuzzy, prep)
+
 
 class ChainStep(MessagePassing):
     """One predicate's update: gather -> F_p -> OR per head atom -> amalgamate."""
@@ -288,6 +313,14 @@ class ChainStep(MessagePassing):
 
     def message(self, gathered: torch.Tensor) -> torch.Tensor:
         return self.function(gathered, self.prepared)
+
+    def propagate(
+        self, x: torch.Tensor, index: torch.Tensor, target: torch.Tensor, size: int, old: torch.Tensor
+    ) -> torch.Tensor:
+        if self.function.ir.form == "dnf" and self.aggregation == "or":  # the OR of ORs: sum their logs
+            logs = self.function.log_none(self.gather(x, index), self.prepared)
+            return self.update(old, scatter_or_logs(logs, target, size))
+        return super().propagate(x, index, target, size, old)
 
     def update(self, old: torch.Tensor, aggregated: torch.Tensor) -> torch.Tensor:
         if self.amalgamation == "replace":

@@ -7,6 +7,8 @@ right; products always go through torch (torch-scatter's ``scatter_mul`` has no 
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 try:  # pragma: no cover - depends on an optional source build
@@ -44,7 +46,7 @@ def scatter_max(src: torch.Tensor, index: torch.Tensor, size: int, use_fast: boo
 BELOW_ONE = 1.0 - 2.0**-24
 
 
-def _log_not(x: torch.Tensor) -> torch.Tensor:
+def log_not(x: torch.Tensor) -> torch.Tensor:
     """log(1 - x), x capped at BELOW_ONE."""
     return torch.log1p(-x.clamp(max=BELOW_ONE))
 
@@ -58,9 +60,18 @@ def _or_from_logs(logs: torch.Tensor) -> torch.Tensor:
 
 def product_or(x: torch.Tensor, dim: int) -> torch.Tensor:
     """Product OR, 1 - prod(1 - x), along ``dim``; precise for small values (see :func:`_or_from_logs`)."""
-    return _or_from_logs(_log_not(x).sum(dim))
+    return _or_from_logs(log_not(x).sum(dim))
 
 
 def scatter_or(src: torch.Tensor, index: torch.Tensor, size: int) -> torch.Tensor:
     """Product OR, 1 - prod(1 - src), over each segment; precise for small values (see :func:`_or_from_logs`)."""
-    return _or_from_logs(scatter_sum(_log_not(src), index, size, use_fast=False))
+    return _or_from_logs(scatter_sum(log_not(src), index, size, use_fast=False))
+
+
+LOG_BELOW_ONE = math.log1p(-BELOW_ONE)  # log(1 - x) at the cap of an OR input
+
+
+def scatter_or_logs(logs: torch.Tensor, index: torch.Tensor, size: int) -> torch.Tensor:
+    """:func:`scatter_or` of values given as their logs(1 - x): the OR of a substitution's terms already is one
+    (:func:`nlndl.runtime.fused.log_none`), so it needs no exp and log again; capped as :func:`log_not` caps."""
+    return _or_from_logs(scatter_sum(logs.clamp(min=LOG_BELOW_ONE), index, size, use_fast=False))
