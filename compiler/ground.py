@@ -229,9 +229,13 @@ class Lowering:
         chunks = []
         for start in range(0, self.total, CHUNK):
             flat = np.arange(start, min(start + CHUNK, self.total), dtype=np.int64)
+            pruning = self.prune and self.spec.extra > 0
+            if heads is None and not pruning:
+                chunks.append(flat)
+                continue
             theta = np.unravel_index(flat, self.sizes)
             keep = np.ones(flat.shape, dtype=bool) if heads is None else np.isin(self.slots(head, theta), heads)
-            if not self.prune or self.spec.extra == 0:
+            if not pruning:
                 chunks.append(flat[keep])
                 continue
             for var in range(self.spec.head_arity, self.spec.vars):
