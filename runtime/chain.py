@@ -122,7 +122,10 @@ class Prepared:
     computed once: the crisp columns never change during a run, so their whole first-level
     contribution is one matrix product per run instead of one per step."""
 
-    crisp_exponent: torch.Tensor  # (K, S, T): sum over crisp columns of log(1 - m) times (1 - x) (DNF) or x (CNF)
+    # (K, T, S): the part of each first-level term's log that a run does not change, the sum over crisp
+    # columns of log(1 - m) times (1 - x) (DNF) or x (CNF), plus under the power form for a DNF the sum of
+    # the fuzzy columns' log(1 - m) (see _first_exponent)
+    base_exponent: torch.Tensor
     inner_fuzzy: torch.Tensor  # memberships of the fuzzy columns (K, T, Lf)
     outer: torch.Tensor  # (K, T)
     gate: torch.Tensor | None  # (K, T)
@@ -137,7 +140,7 @@ class Prepared:
 def split_nln_forward(fuzzy: torch.Tensor, prep: Prepared, form: str) -> torch.Tensor:
     """:func:`nln_forward` with the candidate columns split into crisp (extensional: exactly 0 or 1) and
     fuzzy ones. For crisp x the first level's product is exp of a matrix product, since
-    1 - m (1 - x) = (1 - m)^(1 - x) and 1 - m x = (1 - m)^x at x in {0, 1} (``prep.crisp_exponent``).
+    1 - m (1 - x) = (1 - m)^(1 - x) and 1 - m x = (1 - m)^x at x in {0, 1} (``prep.base_exponent``).
     Fuzzy columns (K, S, Lf) keep the exact product, or under the power form (``prep.log_keep_fuzzy``
     set) use the same power, which agrees with it at 0 and 1 and costs a matrix product instead of a
     (K, S, terms, Lf) tensor."""
@@ -162,18 +165,16 @@ def split_dnf_log_none(fuzzy: torch.Tensor, prep: Prepared) -> torch.Tensor:
 
 def _first_exponent(fuzzy: torch.Tensor, prep: Prepared, form: str) -> torch.Tensor:
     """The log of each first-level term's product (K, S, T): crisp columns, plus fuzzy ones under the power form."""
-    power = prep.log_keep_fuzzy is not None and fuzzy.shape[-1] > 0
-    exponent = prep.crisp_exponent
-    if power:
-        logs = prep.log_keep_fuzzy  # (K, T, Lf)
-        # x @ W^T computed as (W @ x^T)^T: the same sums, with the long side (S) as the output's last
-        # dimension, which BLAS runs several times faster than (S, Lf) @ (Lf, T) for few terms T
-        # (per iteration: Length 164 -> 128 ms, Addition 252 -> 211, Even-Odd 41 -> 35)
-        product = torch.matmul(logs, fuzzy.mT).mT
-        # DNF: (1 - x) @ W = colsum(W) - x @ W, without a (K, S, Lf) tensor 1 - x
-        exponent = exponent + (logs.sum(-1).unsqueeze(-2) - product if form == "dnf" else product)
-        if form != "dnf":  # the DNF's cap at 0 is part of log_none's autograd node
-            exponent = exponent.clamp(max=0.0)  # <= 0 exactly; rounding must not lift a term above 1
+    if prep.log_keep_fuzzy is None or not fuzzy.shape[-1]:
+        return prep.base_exponent.mT
+    # x @ W^T computed as (W @ x^T)^T: the same sums, with the long side (S) as the output's last
+    # dimension, which BLAS runs several times faster than (S, Lf) @ (Lf, T) for few terms T (per
+    # iteration: Length 164 -> 128 ms, Addition 252 -> 211, Even-Odd 41 -> 35), added to the base in the
+    # same call. DNF: (1 - x) @ W = colsum(W) - x @ W (colsum is in the base), without a tensor 1 - x.
+    alpha = -1.0 if form == "dnf" else 1.0
+    exponent = torch.baddbmm(prep.base_exponent, prep.log_keep_fuzzy, fuzzy.mT, alpha=alpha).mT
+    if form != "dnf":  # the DNF's cap at 0 is part of log_none's autograd node
+        exponent = exponent.clamp(max=0.0)  # <= 0 exactly; rounding must not lift a term above 1
     return exponent
 
 
@@ -282,12 +283,13 @@ class PredicateFunction(nn.Module):
         gate = self.gate(inner) if self.gate is not None else None
         logs = log_keep(inner)
         k, terms, _ = logs.shape
-        # (S, Lc) @ (Lc, K * T): one matrix product for all restarts, whose crisp inputs are the same
-        weights = logs[..., self.crisp_columns].reshape(k * terms, -1).mT
-        exponent = torch.matmul(factors, weights)
-        exponent = exponent.reshape(-1, k, terms).transpose(0, 1)
+        # (K * T, Lc) @ (Lc, S): one matrix product for all restarts, whose crisp inputs are the same
+        weights = logs[..., self.crisp_columns].reshape(k * terms, -1)
+        base = torch.matmul(weights, factors.mT).reshape(k, terms, -1)
         fuzzy = logs[..., self.fuzzy_columns] if self.power else None
-        return Prepared(exponent, inner[..., self.fuzzy_columns], outer, gate, fuzzy)
+        if fuzzy is not None and self.ir.form == "dnf":
+            base = base + fuzzy.sum(-1, keepdim=True)
+        return Prepared(base, inner[..., self.fuzzy_columns], outer, gate, fuzzy)
 
     def forward(self, fuzzy: torch.Tensor, prep: Prepared) -> torch.Tensor:
         """Gathered fuzzy candidate atoms (K, S, Lf) -> (K, S) value of F_p."""
