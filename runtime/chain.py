@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -141,15 +142,15 @@ def split_nln_forward(fuzzy: torch.Tensor, prep: Prepared, form: str) -> torch.T
     """:func:`nln_forward` with the candidate columns split into crisp (extensional: exactly 0 or 1) and
     fuzzy ones. For crisp x the first level's product is exp of a matrix product, since
     1 - m (1 - x) = (1 - m)^(1 - x) and 1 - m x = (1 - m)^x at x in {0, 1} (``prep.base_exponent``).
-    Fuzzy columns (K, S, Lf) keep the exact product, or under the power form (``prep.log_keep_fuzzy``
-    set) use the same power, which agrees with it at 0 and 1 and costs a matrix product instead of a
-    (K, S, terms, Lf) tensor."""
+    Fuzzy columns, gathered column-major as (K, Lf, S), keep the exact product, or under the power form
+    (``prep.log_keep_fuzzy`` set) use the same power, which agrees with it at 0 and 1 and costs a matrix
+    product instead of a (K, S, terms, Lf) tensor."""
     if form == "dnf":
         return -torch.expm1(split_dnf_log_none(fuzzy, prep))
     exponent = _first_exponent(fuzzy, prep, form)
     keep = torch.exp(exponent)  # prod (1 - m x) over the inputs
-    if fuzzy.shape[-1] and prep.log_keep_fuzzy is None:
-        keep = keep * (1.0 - disjunction(fuzzy, prep.inner_fuzzy.unsqueeze(1)))
+    if fuzzy.shape[-2] and prep.log_keep_fuzzy is None:
+        keep = keep * (1.0 - disjunction(fuzzy.mT, prep.inner_fuzzy.unsqueeze(1)))
     return _second(1.0 - keep, prep.outer, form, prep.gate)
 
 
@@ -157,22 +158,23 @@ def split_dnf_log_none(fuzzy: torch.Tensor, prep: Prepared) -> torch.Tensor:
     """log(1 - F) per substitution (K, S) of a DNF's :func:`split_nln_forward`: what the OR over a head
     atom's substitutions sums (:func:`nlndl.runtime.scatter.scatter_or_logs`)."""
     exponent = _first_exponent(fuzzy, prep, "dnf")
-    if fuzzy.shape[-1] and prep.log_keep_fuzzy is None:  # the product form: its fuzzy factors are not powers
-        terms = torch.exp(exponent) * conjunction(fuzzy, prep.inner_fuzzy.unsqueeze(1))
+    if fuzzy.shape[-2] and prep.log_keep_fuzzy is None:  # the product form: its fuzzy factors are not powers
+        terms = torch.exp(exponent) * conjunction(fuzzy.mT, prep.inner_fuzzy.unsqueeze(1))
         return log_not(terms * prep.scale.unsqueeze(1)).sum(-1)
-    return log_none(exponent, prep.scale, cap=prep.log_keep_fuzzy is not None and fuzzy.shape[-1] > 0)
+    return log_none(exponent, prep.scale, cap=prep.log_keep_fuzzy is not None and fuzzy.shape[-2] > 0)
 
 
 def _first_exponent(fuzzy: torch.Tensor, prep: Prepared, form: str) -> torch.Tensor:
     """The log of each first-level term's product (K, S, T): crisp columns, plus fuzzy ones under the power form."""
-    if prep.log_keep_fuzzy is None or not fuzzy.shape[-1]:
+    if prep.log_keep_fuzzy is None or not fuzzy.shape[-2]:
         return prep.base_exponent.mT
-    # x @ W^T computed as (W @ x^T)^T: the same sums, with the long side (S) as the output's last
-    # dimension, which BLAS runs several times faster than (S, Lf) @ (Lf, T) for few terms T (per
-    # iteration: Length 164 -> 128 ms, Addition 252 -> 211, Even-Odd 41 -> 35), added to the base in the
-    # same call. DNF: (1 - x) @ W = colsum(W) - x @ W (colsum is in the base), without a tensor 1 - x.
-    alpha = -1.0 if form == "dnf" else 1.0
-    exponent = torch.baddbmm(prep.base_exponent, prep.log_keep_fuzzy, fuzzy.mT, alpha=alpha).mT
+    # (K, T, Lf) @ (K, Lf, S) with the long side (S) last, which BLAS runs several times faster than
+    # (S, Lf) @ (Lf, T) for few terms T (per iteration: Length 164 -> 128 ms, Addition 252 -> 211,
+    # Even-Odd 41 -> 35), added to the base in the same call; the columns were gathered in this layout,
+    # so neither the product nor its gradient needs a transposed copy. DNF: (1 - x) @ W = colsum(W) -
+    # x @ W (colsum is in the base), without a tensor 1 - x; the sign goes on the small factor.
+    logs = -prep.log_keep_fuzzy if form == "dnf" else prep.log_keep_fuzzy
+    exponent = torch.baddbmm(prep.base_exponent, logs, fuzzy).mT
     if form != "dnf":  # the DNF's cap at 0 is part of log_none's autograd node
         exponent = exponent.clamp(max=0.0)  # <= 0 exactly; rounding must not lift a term above 1
     return exponent
@@ -292,15 +294,15 @@ class PredicateFunction(nn.Module):
         return Prepared(base, inner[..., self.fuzzy_columns], outer, gate, fuzzy)
 
     def forward(self, fuzzy: torch.Tensor, prep: Prepared) -> torch.Tensor:
-        """Gathered fuzzy candidate atoms (K, S, Lf) -> (K, S) value of F_p."""
+        """Gathered fuzzy candidate atoms, column-major (K, Lf, S) -> (K, S) value of F_p."""
         if self.ir.negation:
-            fuzzy = torch.cat([fuzzy, 1.0 - fuzzy], dim=-1)
+            fuzzy = torch.cat([fuzzy, 1.0 - fuzzy], dim=-2)
         return split_nln_forward(fuzzy, prep, self.ir.form)
 
     def log_none(self, fuzzy: torch.Tensor, prep: Prepared) -> torch.Tensor:
         """log(1 - F_p) (K, S) of a DNF, for the OR over substitutions without an exp and a log between."""
         if self.ir.negation:
-            fuzzy = torch.cat([fuzzy, 1.0 - fuzzy], dim=-1)
+            fuzzy = torch.cat([fuzzy, 1.0 - fuzzy], dim=-2)
         return split_dnf_log_none(fuzzy, prep)
 
 
@@ -346,7 +348,8 @@ class WorldTensors(nn.Module):
             gather = world.gather(p)
             # extensional atoms keep their values during a run: store the values, not where to gather them
             crisp = torch.from_numpy(world.valuation[gather[:, function.crisp_inputs]])
-            fuzzy = torch.from_numpy(gather[:, function.fuzzy_inputs].copy())
+            # column-major (Lf, S): gathered as (K, Lf, S), the operand the first level's product wants
+            fuzzy = torch.from_numpy(np.ascontiguousarray(gather[:, function.fuzzy_inputs].T))
             self.register_buffer(f"crisp_{p}", function.crisp_factors(crisp), persistent=False)
             self.register_buffer(f"gather_fuzzy_{p}", fuzzy, persistent=False)
             local = world.scatter(p) - world.layout[p].offset
