@@ -2,9 +2,9 @@
 
 Per substitution s the second level of a DNF reads terms y_st = exp(E_st) (E: the first level's log) and
 outer memberships w_t, and everything after it only needs log(1 - OR_t w_t y_st) = sum_t log(1 - w_t y_st):
-the OR over the substitutions of one head atom is a sum of these logs (:func:`nlndl.runtime.scatter.or_from_logs`).
+the OR over the substitutions of one head atom is a sum of these logs (:func:`nlndl.runtime.scatter.scatter_or_logs`).
 Written with torch ops this is about eight (restarts, substitutions, terms) tensors forward and as many
-backward, the largest part of a step on most tasks; here it is three forward and four backward.
+backward; here it is three float tensors each way (and two masks).
 """
 
 from __future__ import annotations
