@@ -11,7 +11,6 @@ Process-wide, so only entry points that own their process (the CLI) call it.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import sys
 
 M_TRIM_THRESHOLD = -1  # mallopt parameter numbers, from glibc's malloc.h
@@ -25,9 +24,8 @@ def keep_freed_memory() -> bool:
     (not Linux, not glibc), which changes nothing but speed."""
     if not sys.platform.startswith("linux"):
         return False
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
+    try:  # the C library is already loaded: look the symbol up in the process, no library search
+        mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):  # musl and others have no mallopt
         return False
     mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
