@@ -19,12 +19,12 @@ class _LogNone(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, exponent: torch.Tensor, scale: torch.Tensor, cap: bool) -> torch.Tensor:
-        capped = exponent > 0.0 if cap else None
+        capped = exponent > 0.0 if cap else torch.empty(0, dtype=torch.bool)  # unused without the cap
         terms = torch.exp(exponent.clamp(max=0.0) if cap else exponent)  # (K, S, T)
         fired = terms * scale.unsqueeze(-2)
         saturated = fired > BELOW_ONE
         out = torch.log1p(fired.clamp_(max=BELOW_ONE).neg_()).sum(-1)
-        ctx.save_for_backward(terms, scale, saturated, capped if cap else torch.empty(0, dtype=torch.bool))
+        ctx.save_for_backward(terms, scale, saturated, capped)
         ctx.cap = cap
         return out
 
