@@ -131,6 +131,13 @@ class Prepared:
     outer: torch.Tensor  # (K, T)
     gate: torch.Tensor | None  # (K, T)
     log_keep_fuzzy: torch.Tensor | None  # log(1 - m) of the fuzzy columns, under the power form
+    # with no fuzzy columns, F_p depends on the crisp row alone: base_exponent is then (K, T, U) over the
+    # distinct rows, and F_p computed per row is spread to the substitutions by this index (S,)
+    rows: torch.Tensor | None = None
+
+    def spread(self, values: torch.Tensor) -> torch.Tensor:
+        """Per distinct crisp row (K, U) -> per substitution (K, S); a no-op without ``rows``."""
+        return values if self.rows is None else values.index_select(-1, self.rows)
 
     @property
     def scale(self) -> torch.Tensor:
@@ -277,33 +284,42 @@ class PredicateFunction(nn.Module):
         return 1.0 - crisp if self.ir.form == "dnf" else crisp
 
     def prepare(
-        self, factors: torch.Tensor, threshold: float | None = None, variants: Variants | None = None
+        self,
+        factors: torch.Tensor,
+        rows: torch.Tensor | None = None,
+        threshold: float | None = None,
+        variants: Variants | None = None,
     ) -> Prepared:
-        """Everything a run's steps share, from one world's :meth:`crisp_factors`; with ``threshold``, for
+        """Everything a run's steps share, from one world's :meth:`crisp_factors` (its distinct rows, with
+        ``rows`` saying which one each substitution has, see :func:`distinct_rows`); with ``threshold``, for
         the crisp program read from the memberships (see :meth:`memberships` for ``variants``)."""
         inner, outer = self.memberships(threshold, variants)
         gate = self.gate(inner) if self.gate is not None else None
         logs = log_keep(inner)
         k, terms, _ = logs.shape
-        # (K * T, Lc) @ (Lc, S): one matrix product for all restarts, whose crisp inputs are the same
+        # (K * T, Lc) @ (Lc, U): one matrix product for all restarts, whose crisp inputs are the same
         weights = logs[..., self.crisp_columns].reshape(k * terms, -1)
-        base = torch.matmul(weights, factors.mT).reshape(k, terms, -1)
+        base = torch.matmul(weights, factors.mT)
+        per_row = rows is not None and not len(self.fuzzy_columns)  # F_p itself runs on distinct rows
+        if rows is not None and not per_row:
+            base = base.index_select(-1, rows)
+        base = base.reshape(k, terms, -1)
         fuzzy = logs[..., self.fuzzy_columns] if self.power else None
         if fuzzy is not None and self.ir.form == "dnf":
             base = base + fuzzy.sum(-1, keepdim=True)
-        return Prepared(base, inner[..., self.fuzzy_columns], outer, gate, fuzzy)
+        return Prepared(base, inner[..., self.fuzzy_columns], outer, gate, fuzzy, rows if per_row else None)
 
     def forward(self, fuzzy: torch.Tensor, prep: Prepared) -> torch.Tensor:
         """Gathered fuzzy candidate atoms, column-major (K, Lf, S) -> (K, S) value of F_p."""
         if self.ir.negation:
             fuzzy = torch.cat([fuzzy, 1.0 - fuzzy], dim=-2)
-        return split_nln_forward(fuzzy, prep, self.ir.form)
+        return prep.spread(split_nln_forward(fuzzy, prep, self.ir.form))
 
     def log_none(self, fuzzy: torch.Tensor, prep: Prepared) -> torch.Tensor:
         """log(1 - F_p) (K, S) of a DNF, for the OR over substitutions without an exp and a log between."""
         if self.ir.negation:
             fuzzy = torch.cat([fuzzy, 1.0 - fuzzy], dim=-2)
-        return split_dnf_log_none(fuzzy, prep)
+        return prep.spread(split_dnf_log_none(fuzzy, prep))
 
 
 class ChainStep(MessagePassing):
@@ -334,6 +350,23 @@ class ChainStep(MessagePassing):
         return 1.0 - (1.0 - old) * (1.0 - aggregated)
 
 
+# the crisp part of the first level is computed on distinct rows only where they are at most this share
+# of the substitutions (sorting: 6,232 of 38,016); above it, spreading them back costs what it saves
+DISTINCT_ROWS_SHARE = 0.5
+
+
+def distinct_rows(factors: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The distinct rows of a world's crisp factors (S, Lc) and, per substitution, the index of its row
+    (None where deduplicating would not pay): substitutions that see the same extensional atoms share
+    their crisp first-level exponent, so the matrix product runs over U distinct rows instead of S."""
+    if factors.numel() == 0:
+        return factors, None
+    unique, rows = torch.unique(factors, dim=0, return_inverse=True)
+    if unique.shape[0] > DISTINCT_ROWS_SHARE * factors.shape[0]:
+        return factors, None
+    return unique, rows
+
+
 class WorldTensors(nn.Module):
     """One world's index arrays as (non-trainable) buffers on the model's device."""
 
@@ -350,7 +383,9 @@ class WorldTensors(nn.Module):
             crisp = torch.from_numpy(world.valuation[gather[:, function.crisp_inputs]])
             # column-major (Lf, S): gathered as (K, Lf, S), the operand the first level's product wants
             fuzzy = torch.from_numpy(np.ascontiguousarray(gather[:, function.fuzzy_inputs].T))
-            self.register_buffer(f"crisp_{p}", function.crisp_factors(crisp), persistent=False)
+            factors, rows = distinct_rows(function.crisp_factors(crisp))
+            self.register_buffer(f"crisp_{p}", factors, persistent=False)
+            self.register_buffer(f"crisp_rows_{p}", rows, persistent=False)
             self.register_buffer(f"gather_fuzzy_{p}", fuzzy, persistent=False)
             local = world.scatter(p) - world.layout[p].offset
             self.register_buffer(f"scatter_{p}", torch.from_numpy(local.copy()), persistent=False)
@@ -390,8 +425,8 @@ class ForwardChainer(nn.Module):
         slots = self.restarts if variants is None else len(variants.rows)
         x = world.valuation.unsqueeze(0).expand(slots, -1).clone()
         for p in self.order:
-            crisp = getattr(world, f"crisp_{p}")
-            self.steps_[p].prepared = self.functions[p].prepare(crisp, threshold, variants)
+            crisp, rows = getattr(world, f"crisp_{p}"), getattr(world, f"crisp_rows_{p}")
+            self.steps_[p].prepared = self.functions[p].prepare(crisp, rows, threshold, variants)
         for _ in range(self.program.steps if steps is None else steps):
             for p in self.order:
                 offset, size = world.ranges[p]

@@ -1,6 +1,7 @@
 """The sparse forward-chaining runtime equals the dense reference, values and gradients."""
 
 from pathlib import Path
+from unittest.mock import patch
 
 import pytest
 import torch
@@ -8,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nlndl.compiler import compile_sketch
+from nlndl.runtime import chain
 from nlndl.runtime.chain import RESTART_TIERS, ChainConfig, ForwardChainer, auto_restarts
 from nlndl.runtime.dense import dense_run
 from nlndl.runtime.fused import log_none
@@ -58,7 +60,9 @@ def test_sparse_equals_dense(tmp_path_factory, data):
         amalgamation=amalgamation,
         fuzzy=data.draw(st.sampled_from(["power", "product"])),
     )
-    model = ForwardChainer(program, config).double()
+    # the crisp first level on distinct rows (every time) or on every substitution (never)
+    with patch.object(chain, "DISTINCT_ROWS_SHARE", data.draw(st.sampled_from([0.0, 1.0]))):
+        model = ForwardChainer(program, config).double()
     for world in model.worlds:
         world.valuation = world.valuation.double()
     seen = observed(program)
@@ -71,6 +75,48 @@ def test_sparse_equals_dense(tmp_path_factory, data):
     grads_dense = torch.autograd.grad((dense_run(model)[:, seen] * probe).sum(), weights)
     for a, b in zip(grads_sparse, grads_dense, strict=True):
         assert torch.allclose(a, b, atol=1e-9)
+
+
+TWO_HOP = """
+.decl e(a: symbol, b: symbol)
+.decl p(a: symbol, b: symbol)
+.decl q(a: symbol, b: symbol)
+e("a","b"). e("b","c"). e("c","d"). e("d","e"). e("b","e").
+.learn p(vars=3, terms=2, body=[e])
+.learn q(vars=3, terms=2)
+.pos p("a","c"). .pos p("b","d"). .neg p("a","b").
+.pos q("a","d"). .neg q("a","a").
+"""
+
+
+def test_distinct_crisp_rows_change_nothing_but_the_work(tmp_path):
+    """Substitutions that see the same extensional atoms share one row of the crisp first level: p (no
+    learned inputs) runs F_p per distinct row, q spreads its crisp part to the substitutions; losses and
+    gradients are those of the product over every substitution."""
+    path = tmp_path / "two_hop.dl"
+    path.write_text(TWO_HOP)
+    program = compile_sketch(path)
+    results = []
+    for share in (1.0, 0.0):  # deduplicate every time / never
+        torch.manual_seed(3)
+        with patch.object(chain, "DISTINCT_ROWS_SHARE", share):
+            model = ForwardChainer(program, ChainConfig(restarts=3)).double()
+        for world in model.worlds:
+            world.valuation = world.valuation.double()
+        world = model.worlds[0]
+        rows = {p: getattr(world, f"crisp_rows_{p}") for p in ("p", "q")}
+        factors = {p: getattr(world, f"crisp_{p}") for p in ("p", "q")}
+        if share:
+            assert all(r is not None and factors[p].shape[0] < r.shape[0] for p, r in rows.items())
+            assert not len(model.functions["p"].fuzzy_columns) and len(model.functions["q"].fuzzy_columns)
+        else:
+            assert all(r is None for r in rows.values())
+        losses = model.losses()
+        results.append((losses, torch.autograd.grad(losses.sum(), list(model.parameters()))))
+    (a, grads_a), (b, grads_b) = results
+    assert torch.allclose(a, b, atol=1e-12)
+    for ga, gb in zip(grads_a, grads_b, strict=True):
+        assert torch.allclose(ga, gb, atol=1e-12)
 
 
 def test_restarts_are_independent(tmp_path):
