@@ -351,7 +351,8 @@ class ChainStep(MessagePassing):
 
 
 # the crisp part of the first level is computed on distinct rows only where they are at most this share
-# of the substitutions (sorting: 6,232 of 38,016); above it, spreading them back costs what it saves
+# of the substitutions (sorting: 6,232 of 38,016); above it the product saves little, and spreading the
+# rows back to the substitutions is one more copy
 DISTINCT_ROWS_SHARE = 0.5
 
 
