@@ -131,8 +131,8 @@ class Prepared:
     outer: torch.Tensor  # (K, T)
     gate: torch.Tensor | None  # (K, T)
     log_keep_fuzzy: torch.Tensor | None  # log(1 - m) of the fuzzy columns, under the power form
-    # with no fuzzy columns, F_p depends on the crisp row alone: base_exponent is then (K, T, U) over the
-    # distinct rows, and F_p computed per row is spread to the substitutions by this index (S,)
+    # with no fuzzy columns, F_p depends on the crisp row alone: base_exponent may then be (K, T, U) over
+    # the distinct rows, and F_p computed per row is spread to the substitutions by this index (S,)
     rows: torch.Tensor | None = None
 
     def spread(self, values: torch.Tensor) -> torch.Tensor:
@@ -290,24 +290,21 @@ class PredicateFunction(nn.Module):
         threshold: float | None = None,
         variants: Variants | None = None,
     ) -> Prepared:
-        """Everything a run's steps share, from one world's :meth:`crisp_factors` (its distinct rows, with
-        ``rows`` saying which one each substitution has, see :func:`distinct_rows`); with ``threshold``, for
-        the crisp program read from the memberships (see :meth:`memberships` for ``variants``)."""
+        """Everything a run's steps share, from one world's :meth:`crisp_factors` (for a predicate with no
+        learned candidate atoms, its distinct rows, with ``rows`` saying which one each substitution has,
+        see :func:`distinct_rows`); with ``threshold``, for the crisp program read from the memberships
+        (see :meth:`memberships` for ``variants``)."""
         inner, outer = self.memberships(threshold, variants)
         gate = self.gate(inner) if self.gate is not None else None
         logs = log_keep(inner)
         k, terms, _ = logs.shape
         # (K * T, Lc) @ (Lc, U): one matrix product for all restarts, whose crisp inputs are the same
         weights = logs[..., self.crisp_columns].reshape(k * terms, -1)
-        base = torch.matmul(weights, factors.mT)
-        per_row = rows is not None and not len(self.fuzzy_columns)  # F_p itself runs on distinct rows
-        if rows is not None and not per_row:
-            base = base.index_select(-1, rows)
-        base = base.reshape(k, terms, -1)
+        base = torch.matmul(weights, factors.mT).reshape(k, terms, -1)
         fuzzy = logs[..., self.fuzzy_columns] if self.power else None
         if fuzzy is not None and self.ir.form == "dnf":
             base = base + fuzzy.sum(-1, keepdim=True)
-        return Prepared(base, inner[..., self.fuzzy_columns], outer, gate, fuzzy, rows if per_row else None)
+        return Prepared(base, inner[..., self.fuzzy_columns], outer, gate, fuzzy, rows)
 
     def forward(self, fuzzy: torch.Tensor, prep: Prepared) -> torch.Tensor:
         """Gathered fuzzy candidate atoms, column-major (K, Lf, S) -> (K, S) value of F_p."""
@@ -350,16 +347,18 @@ class ChainStep(MessagePassing):
         return 1.0 - (1.0 - old) * (1.0 - aggregated)
 
 
-# the crisp part of the first level is computed on distinct rows only where they are at most this share
-# of the substitutions (sorting: 6,232 of 38,016); above it the product saves little, and spreading the
-# rows back to the substitutions is one more copy
+# a predicate with no learned candidate atoms runs on distinct rows only where they are at most this
+# share of its substitutions (sorting: 6,232 of 38,016); above it little is saved, and spreading the rows
+# back to the substitutions is one more copy
 DISTINCT_ROWS_SHARE = 0.5
 
 
 def distinct_rows(factors: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The distinct rows of a world's crisp factors (S, Lc) and, per substitution, the index of its row
-    (None where deduplicating would not pay): substitutions that see the same extensional atoms share
-    their crisp first-level exponent, so the matrix product runs over U distinct rows instead of S."""
+    (None where deduplicating would not pay): for a predicate that reads no learned atom, substitutions
+    that see the same extensional atoms have the same value, so F_p runs on U distinct rows instead of S.
+    (With learned atoms the crisp part alone could be shared, but its product runs once per run, not
+    once per step: sharing it measured no faster on the runtime benchmark's programs.)"""
     if factors.numel() == 0:
         return factors, None
     unique, rows = torch.unique(factors, dim=0, return_inverse=True)
@@ -384,7 +383,9 @@ class WorldTensors(nn.Module):
             crisp = torch.from_numpy(world.valuation[gather[:, function.crisp_inputs]])
             # column-major (Lf, S): gathered as (K, Lf, S), the operand the first level's product wants
             fuzzy = torch.from_numpy(np.ascontiguousarray(gather[:, function.fuzzy_inputs].T))
-            factors, rows = distinct_rows(function.crisp_factors(crisp))
+            factors, rows = function.crisp_factors(crisp), None
+            if not function.fuzzy_inputs:
+                factors, rows = distinct_rows(factors)
             self.register_buffer(f"crisp_{p}", factors, persistent=False)
             self.register_buffer(f"crisp_rows_{p}", rows, persistent=False)
             self.register_buffer(f"gather_fuzzy_{p}", fuzzy, persistent=False)
