@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
+from nlndl.runtime.adam import Adam
 from nlndl.runtime.chain import ForwardChainer
 
 
@@ -50,7 +51,7 @@ class Trainer:
 
     def __init__(self, model: ForwardChainer, config: TrainConfig) -> None:
         self.model, self.config = model, config
-        self.optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, betas=(0.9, 0.999), eps=1e-6)
+        self.optimizer = Adam(model.parameters(), lr=config.lr, betas=(0.9, 0.999), eps=1e-6)
         self.state = TrainState()
         self.generator = torch.Generator().manual_seed(config.seed)
         k = model.restarts
@@ -102,14 +103,13 @@ class Trainer:
 
     def step(self) -> torch.Tensor:
         """One Adam step on every restart; returns the per-restart losses before the step."""
-        for group in self.optimizer.param_groups:
-            group["lr"] = self.learning_rate()
+        self.optimizer.lr = self.learning_rate()
         losses, self.max_error, wrong = self.model.objective()
         self.wrong = wrong.cpu()
         finite = torch.isfinite(losses)
         if not finite.all():
             self.reset_restarts(torch.nonzero(~finite).flatten())
-        self.optimizer.zero_grad(set_to_none=True)
+        self.optimizer.zero_grad()
         losses[finite].sum().backward()
         self.optimizer.step()
         self.state.iteration += 1

@@ -46,6 +46,17 @@ def test_python_dash_m_works():
     assert result.returncode == 0 and result.stdout.startswith("nlndl ")
 
 
+def test_training_never_imports_torch_dynamo():
+    """torch.optim imports torch._dynamo on first use (about 1 s); training uses runtime.adam instead."""
+    sketch = Path(__file__).resolve().parents[1] / "examples/ilp/less_than/sketch.dl"
+    script = (
+        f"import sys; from nlndl import api; r = api.train({str(sketch)!r}, max_iters=20); "
+        "assert 'torch._dynamo' not in sys.modules, 'torch._dynamo imported'"
+    )
+    result = run_python(script)
+    assert result.returncode == 0, result.stderr
+
+
 def test_cli_start_keeps_torch_unloaded_and_tunes_glibc_malloc():
     """`nlndl --version` stays fast (no torch import); the allocator tuning applies where glibc has mallopt."""
     script = (

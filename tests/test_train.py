@@ -13,6 +13,7 @@ from nlndl.compiler.crisp import evaluate
 from nlndl.compiler.symbols import SymbolTable
 from nlndl.engines import clingo_model
 from nlndl.learn import LearnConfig, learn
+from nlndl.runtime.adam import Adam
 from nlndl.runtime.chain import ChainConfig, auto_restarts
 from nlndl.runtime.train import TrainConfig
 from nlndl.verify import world_facts
@@ -58,6 +59,33 @@ def test_same_seed_same_result():
     first = api.train(program, seed=3)
     second = api.train(program, seed=3)
     assert first.rule_texts() == second.rule_texts() and first.iterations == second.iterations
+
+
+def test_adam_updates_as_torch_optim_adam():
+    """runtime.adam.Adam (no torch._dynamo import) takes torch.optim.Adam's CPU steps bit for bit, with a
+    changed learning rate, reset moments and a parameter that has no gradient in some steps."""
+    generator = torch.Generator().manual_seed(0)
+    start = [torch.randn(3, 4, generator=generator), torch.randn(5, generator=generator)]
+    grads = [[torch.randn(p.shape, generator=generator) * 10 ** (i % 3) for p in start] for i in range(12)]
+    ours_params = [p.clone().requires_grad_() for p in start]
+    torch_params = [p.clone().requires_grad_() for p in start]
+    ours = Adam(ours_params, lr=0.05, eps=1e-6)
+    reference = torch.optim.Adam(torch_params, lr=0.05, betas=(0.9, 0.999), eps=1e-6)
+    for i, step_grads in enumerate(grads):
+        lr = 0.05 if i < 6 else 0.03
+        ours.lr = lr
+        for group in reference.param_groups:
+            group["lr"] = lr
+        for params in (ours_params, torch_params):
+            for j, (param, grad) in enumerate(zip(params, step_grads, strict=True)):
+                param.grad = None if (j == 1 and i in (3, 4)) else grad.clone()
+        ours.step()
+        reference.step()
+        if i == 7:  # Trainer.reinitialise forgets a restart's moments
+            ours.state[ours_params[0]]["exp_avg"][1] = 0
+            reference.state[torch_params[0]]["exp_avg"][1] = 0
+        for a, b in zip(ours_params, torch_params, strict=True):
+            assert torch.equal(a, b)
 
 
 def test_checkpoint_resumes_to_the_same_result(tmp_path):
