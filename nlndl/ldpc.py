@@ -19,6 +19,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from nlndl.compiler.ldpc import TannerGraph, generate_regular, null_space
+from nlndl.runtime.adam import Adam
 from nlndl.runtime.decoder import (
     DecoderShape,
     ErasureDecoder,
@@ -126,7 +127,7 @@ def train_decoder(
     n = int(graph.meta["n"])
     val_words = random_codewords(basis, cfg.validation_words, rng)
     val_erased = erase(cfg.validation_words, n, cfg.validation_eps, rng)
-    optimiser = torch.optim.Adam(decoder.parameters(), lr=cfg.lr or LEARNING_RATES[cfg.kind])
+    optimiser = Adam(decoder.parameters(), lr=cfg.lr or LEARNING_RATES[cfg.kind])
     best = (float("inf"), {k: v.clone() for k, v in decoder.state_dict().items()}, 0)
     curve: list[list[float]] = []
     start = time.perf_counter()

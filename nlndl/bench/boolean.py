@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from torch.nn import functional as F  # noqa: N812
 
+from nlndl.runtime.adam import Adam
 from nlndl.runtime.formula import Formula, Literal, default_names
 from nlndl.runtime.init import Init
 from nlndl.runtime.layers import Xor, xor_formula
@@ -72,10 +73,10 @@ def _bits(rng: np.random.Generator, n: int, width: int, p: float) -> np.ndarray:
     return (rng.random((n, width)) < p).astype(np.float32)
 
 
-def _step(model: torch.nn.Module, opt: torch.optim.Optimizer, x: np.ndarray, y: np.ndarray) -> float:
+def _step(model: torch.nn.Module, opt: Adam, x: np.ndarray, y: np.ndarray) -> float:
     out = model(torch.from_numpy(x)).reshape(-1)
     loss = F.binary_cross_entropy(out, torch.from_numpy(y.astype(np.float32)))
-    opt.zero_grad(set_to_none=True)
+    opt.zero_grad()
     loss.backward()
     opt.step()
     return loss.item()
@@ -105,7 +106,7 @@ def dnf_run(cfg: BooleanConfig, p: float, model_name: str, seed: int) -> dict[st
         )
     else:
         model = MLP(cfg.bits, [cfg.mlp_hidden])
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    opt = Adam(model.parameters(), lr=cfg.lr)
     curve: list[list[int]] = []
     start = time.perf_counter()
     for step in range(1, cfg.dnf_steps + 1):
@@ -142,7 +143,7 @@ def xor_run(cfg: BooleanConfig, n: int, model_name: str, seed: int) -> dict[str,
     model: torch.nn.Module = (
         Xor(n, c=1.0, init=Init.parse(cfg.xor_init)) if model_name == "nln" else MLP(n, list(cfg.xor_mlp_hidden))
     )
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.xor_lr if model_name == "nln" else cfg.lr)
+    opt = Adam(model.parameters(), lr=cfg.xor_lr if model_name == "nln" else cfg.lr)
     curve: list[list[float]] = []
     start = time.perf_counter()
     for step in range(1, cfg.xor_steps + 1):
