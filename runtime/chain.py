@@ -8,6 +8,7 @@ runs over substitutions or atoms.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -23,6 +24,9 @@ from nlndl.runtime.scatter import log_not, product_or, scatter_or_logs
 
 AMALGAMATIONS = ("or", "replace", "max")
 FUZZY_FORMS = ("power", "product")
+# how much more a positive example weighs than a negative one in the loss, with P positives and N negatives:
+# N / P (each class half the loss), sqrt(N / P), or 1 (the plain mean, the reference's)
+CLASS_WEIGHTS = ("balanced", "sqrt", "none")
 LOG_FLOOR = 1e-6  # memberships are capped at 1 - LOG_FLOOR inside log(1 - m)
 
 
@@ -52,12 +56,15 @@ class ChainConfig:
     amalgamation: str = "replace"  # new valuation vs old: replace (the reference's default), or, max
     safety: bool = True  # gate DNF terms that cannot read as safe clauses (see SafetyGate)
     fuzzy: str = "power"  # learned (fuzzy) inputs: "power" (1 - m)^(1 - x), or the paper's "product" 1 - m (1 - x)
+    class_weight: str = "sqrt"  # a positive example's weight in the loss relative to a negative's (CLASS_WEIGHTS)
 
     def __post_init__(self) -> None:
         if self.amalgamation not in AMALGAMATIONS:
             raise ValueError(f"unknown amalgamation {self.amalgamation!r}")
         if self.fuzzy not in FUZZY_FORMS:
             raise ValueError(f"unknown fuzzy form {self.fuzzy!r}; expected one of {', '.join(FUZZY_FORMS)}")
+        if self.class_weight not in CLASS_WEIGHTS:
+            raise ValueError(f"unknown class weight {self.class_weight!r}; expected one of {', '.join(CLASS_WEIGHTS)}")
         if self.restarts is not None and self.restarts < 1:
             raise ValueError("at least one restart is needed")
 
@@ -477,8 +484,16 @@ class ForwardChainer(nn.Module):
             errors = (values - labels).abs().detach()
             worst = torch.maximum(worst, errors.max(-1).values)
             wrong = wrong + (errors > 0.5).sum(-1)
-        # positives and negatives weigh the same: a closed world has many more negatives than positives,
-        # and one missed positive must not vanish among them
+        return self.weigh(sums, counts), worst, wrong
+
+    def weigh(self, sums: dict[bool, torch.Tensor], counts: dict[bool, int]) -> torch.Tensor:
+        """The loss from the per-class sums of cross-entropy. A closed world has many more negatives than
+        positives: unweighted, one missed positive vanishes among them; weighted to balance (each class
+        half the loss), a clause that covers a few positives pays almost nothing for the negatives it
+        also covers (Length: `target(A, B) :- value(A, B)` holds four positives and two negatives).
+        The default, sqrt(N / P) per positive, sits between (ChainConfig.class_weight)."""
         present = [k for k in (True, False) if counts[k]]
-        loss = sum(sums[k] / counts[k] for k in present) / max(len(present), 1)
-        return loss, worst, wrong
+        if len(present) < 2 or self.config.class_weight == "balanced":
+            return sum(sums[k] / counts[k] for k in present) / max(len(present), 1)
+        weight = 1.0 if self.config.class_weight == "none" else math.sqrt(counts[False] / counts[True])
+        return (weight * sums[True] + sums[False]) / (weight * counts[True] + counts[False])

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from nlndl.compiler import compile_sketch
 from nlndl.runtime import chain
-from nlndl.runtime.chain import RESTART_TIERS, ChainConfig, ForwardChainer, auto_restarts
+from nlndl.runtime.chain import CLASS_WEIGHTS, RESTART_TIERS, ChainConfig, ForwardChainer, auto_restarts
 from nlndl.runtime.dense import dense_run
 from nlndl.runtime.fused import log_none
 from nlndl.runtime.init import Init
@@ -118,6 +118,29 @@ def test_distinct_crisp_rows_change_nothing_but_the_work(tmp_path):
     assert torch.allclose(a, b, atol=1e-12)
     for ga, gb in zip(grads_a, grads_b, strict=True):
         assert torch.allclose(ga, gb, atol=1e-12)
+
+
+def test_class_weights_of_the_loss():
+    """Each class weighting is the cross-entropy it names: positives weigh N/P (balanced), sqrt(N/P), 1."""
+    program = compile_sketch(Path(__file__).resolve().parents[1] / "examples/ilp/less_than/sketch.dl")
+    for weight in CLASS_WEIGHTS:
+        torch.manual_seed(0)
+        model = ForwardChainer(program, ChainConfig(restarts=3, class_weight=weight)).double()
+        for world in model.worlds:
+            world.valuation = world.valuation.double()
+        with torch.no_grad():
+            loss = model.objective()[0]
+            values = torch.cat([model.run(w)[:, w.example_slots] for w in model.worlds], dim=-1)
+        labels = torch.cat([w.example_labels for w in model.worlds]).double()
+        bce = -(labels * values.log() + (1 - labels) * (1 - values).log())
+        positive = labels > 0.5
+        p, n = int(positive.sum()), int((~positive).sum())
+        assert 0 < p < n
+        w = {"balanced": n / p, "sqrt": (n / p) ** 0.5, "none": 1.0}[weight]
+        expected = (w * bce[:, positive].sum(-1) + bce[:, ~positive].sum(-1)) / (w * p + n)
+        torch.testing.assert_close(loss, expected)
+    with pytest.raises(ValueError, match="class weight"):
+        ChainConfig(class_weight="inverse")
 
 
 def test_restarts_are_independent(tmp_path):
