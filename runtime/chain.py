@@ -466,8 +466,8 @@ class ForwardChainer(nn.Module):
         return self.objective()[0]
 
     def objective(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Per restart: the class-balanced cross-entropy over all examples, the largest per-example error
-        |x - y|, and the number of examples on the wrong side of 0.5."""
+        """Per restart: the class-weighted cross-entropy over all examples (:meth:`weigh`), the largest
+        per-example error |x - y|, and the number of examples on the wrong side of 0.5."""
         device = self.worlds[0].valuation.device
         sums = {True: torch.zeros(self.restarts, device=device), False: torch.zeros(self.restarts, device=device)}
         counts = {True: 0, False: 0}
