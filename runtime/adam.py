@@ -1,9 +1,10 @@
-"""Adam for the forward chainer, written out instead of taken from ``torch.optim``.
+"""Adam for nlndl's training loops (ILP, LDPC decoders, the Boolean benchmark), written out instead of
+taken from ``torch.optim``.
 
-``torch.optim``'s optimizers import ``torch._dynamo`` on their first use (about 1 s, a quarter of a small
-``nlndl train`` run). This is the same update as ``torch.optim.Adam``'s single-tensor path, the one it
-takes for CPU tensors, op for op, so that a seed trains to the same result with either; its state has
-the same keys (``step``, ``exp_avg``, ``exp_avg_sq``), which checkpoints store.
+``torch.optim``'s optimizers import ``torch._dynamo`` on their first use (about 1.3 s of a 3.5-5 s
+``nlndl train`` run on a small task). This is the same update as ``torch.optim.Adam``'s single-tensor
+path, the one it takes for CPU tensors, op for op, so that a seed trains to the same result with either;
+its state has the same keys (``step``, ``exp_avg``, ``exp_avg_sq``), which checkpoints store.
 """
 
 from __future__ import annotations
