@@ -45,15 +45,17 @@ def train(
     max_iters: int | None = None,
     time_limit: float | None = None,
     device: str = "cpu",
+    class_weight: str = "sqrt",
     **kwargs,
 ) -> LearnResult:
-    """Learn the sketch's predicates; ``result.solved`` means clingo verified the rules on every world."""
+    """Learn the sketch's predicates; ``result.solved`` means clingo verified the rules on every world.
+    ``class_weight``: a positive example's weight in the loss (see ``ChainConfig.class_weight``)."""
     if not isinstance(program, CompiledProgram):
         program = compile(program)
     train_cfg = TrainConfig(seed=seed, time_limit=time_limit)
     if max_iters is not None:
         train_cfg = replace(train_cfg, max_iters=max_iters)
-    chain_cfg = ChainConfig(restarts=restarts)  # None: auto_restarts(program)
+    chain_cfg = ChainConfig(restarts=restarts, class_weight=class_weight)  # restarts None: auto_restarts
     return learn(program, LearnConfig(train=train_cfg, chain=chain_cfg, device=device), **kwargs)
 
 

@@ -166,6 +166,12 @@ class Dialect(StrEnum):
     clingo = "clingo"
 
 
+class ClassWeight(StrEnum):  # runtime.chain.CLASS_WEIGHTS, here without importing torch
+    sqrt = "sqrt"
+    balanced = "balanced"
+    none = "none"
+
+
 def _compile_or_fail(
     sketch: Path, fact_dir: Path | None, steps: int | None = None, background: list[Path] | None = None
 ):
@@ -215,6 +221,13 @@ def train_command(
     time_limit: Annotated[float | None, typer.Option(min=0.0, help="Wall-clock limit in seconds.")] = None,
     steps: Annotated[int | None, typer.Option(min=1, help="Forward-chaining steps (default: the sketch's).")] = None,
     device: Annotated[str, typer.Option(help="cpu or cuda (the same code runs on both).")] = "cpu",
+    class_weight: Annotated[
+        ClassWeight,
+        typer.Option(
+            help="A positive example's weight in the loss, against a negative's, with P positives and N "
+            "negatives: sqrt(N/P), N/P (balanced: each class half the loss) or 1 (none)."
+        ),
+    ] = ClassWeight.sqrt,
     resume: Annotated[
         bool, typer.Option("--resume", help="Continue from the checkpoint of an interrupted run.")
     ] = False,
@@ -242,7 +255,7 @@ def train_command(
         _fail(f"{checkpoint}: error: no checkpoint to resume from")
     config = LearnConfig(
         train=TrainConfig(seed=seed, max_iters=max_iters, time_limit=time_limit),
-        chain=ChainConfig(restarts=restarts).for_program(program),  # the progress bar shows the count
+        chain=ChainConfig(restarts=restarts, class_weight=class_weight.value).for_program(program),  # bar shows it
         device=device,
     )
     try:
@@ -259,6 +272,7 @@ def train_command(
         "fact_dir": str(fact_dir.resolve()) if fact_dir else None,
         "background": [str(b.resolve()) for b in background or ()],
         "seed": seed,
+        "class_weight": class_weight.value,
         **result.to_json(),
     }
     write_json(output_dir / f"{stem}.json", record)

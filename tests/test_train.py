@@ -14,7 +14,7 @@ from nlndl.compiler.symbols import SymbolTable
 from nlndl.engines import clingo_model
 from nlndl.learn import LearnConfig, learn
 from nlndl.runtime.adam import Adam
-from nlndl.runtime.chain import ChainConfig, auto_restarts
+from nlndl.runtime.chain import ChainConfig, ForwardChainer, auto_restarts
 from nlndl.runtime.train import TrainConfig
 from nlndl.verify import world_facts
 
@@ -118,11 +118,32 @@ def test_unsolved_run_exits_1_with_best_rules(tmp_path):
     assert f"3 iterations, {chosen} restarts, seed 0" in default.output
 
 
+def test_class_weight_reaches_the_loss(tmp_path, monkeypatch):
+    """--class-weight selects ChainConfig.class_weight (recorded in the JSON); each one still learns."""
+    seen = []
+    original = ForwardChainer.weigh
+
+    def weigh(self, sums, counts):
+        seen.append(self.config.class_weight)
+        return original(self, sums, counts)
+
+    monkeypatch.setattr(ForwardChainer, "weigh", weigh)
+    for weight in ("balanced", "none"):
+        out = tmp_path / weight
+        args = ["train", str(ILP / "less_than" / "sketch.dl"), "-D", str(out), "--class-weight", weight, "-q"]
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, result.output
+        assert json.loads((out / "lt.json").read_text())["class_weight"] == weight
+        assert set(seen) == {weight}
+        seen.clear()
+
+
 def test_bad_flags_and_inputs(tmp_path):
     sketch = str(ILP / "connectedness" / "sketch.dl")
     assert runner.invoke(app, ["train", sketch, "--restarts", "0"]).exit_code == 2
     assert runner.invoke(app, ["train", str(tmp_path / "missing.dl")]).exit_code == 2
     assert runner.invoke(app, ["train", sketch, "--device", "tpu"]).exit_code == 2
+    assert runner.invoke(app, ["train", sketch, "--class-weight", "inverse"]).exit_code == 2
     bad = tmp_path / "bad.dl"
     bad.write_text('.decl e(a: symbol)\ne("x"\n')
     result = runner.invoke(app, ["train", str(bad)])
