@@ -222,23 +222,26 @@ class Lowering:
             self.lifts[(sub, sup)] = np.array(positions + [-1], dtype=np.int64)
         return self.lifts[(sub, sup)][x]  # x = -1 (an undefined function value) reads the trailing -1
 
+    @property
+    def head_atom(self) -> InputAtom:
+        """The clause head p(V0, ..., Vk-1): the first head_arity variables."""
+        return InputAtom(self.spec.predicate, tuple(range(self.spec.head_arity)))
+
     def kept(self, heads: np.ndarray | None = None) -> np.ndarray:
         """Flat indices (into the substitution grid) of the substitutions that survive pruning; with
         ``heads`` (sorted valuation slots), only those whose head atom is one of them."""
-        head = InputAtom(self.spec.predicate, tuple(range(self.spec.head_arity)))
+        pruning = self.prune and self.spec.extra > 0
         chunks = []
         for start in range(0, self.total, CHUNK):
             flat = np.arange(start, min(start + CHUNK, self.total), dtype=np.int64)
-            pruning = self.prune and self.spec.extra > 0
             if heads is None and not pruning:
                 chunks.append(flat)
                 continue
             theta = np.unravel_index(flat, self.sizes)
-            keep = np.ones(flat.shape, dtype=bool) if heads is None else np.isin(self.slots(head, theta), heads)
-            if not pruning:
-                chunks.append(flat[keep])
-                continue
-            for var in range(self.spec.head_arity, self.spec.vars):
+            keep = np.ones(flat.shape, dtype=bool)
+            if heads is not None:
+                keep = np.isin(self.slots(self.head_atom, theta), heads)
+            for var in range(self.spec.head_arity, self.spec.vars) if pruning else ():
                 bound = theta[var] == 0
                 for atom in self.extensional:
                     if var in atom.vars:
@@ -252,8 +255,7 @@ class Lowering:
         gather = np.empty((kept.size, len(self.inputs)), dtype=np.int64)
         for i, atom in enumerate(self.inputs):
             gather[:, i] = self.slots(atom, theta)
-        head = InputAtom(self.spec.predicate, tuple(range(self.spec.head_arity)))
-        scatter = self.slots(head, theta) if kept.size else np.zeros(0, dtype=np.int64)
+        scatter = self.slots(self.head_atom, theta) if kept.size else np.zeros(0, dtype=np.int64)
         order = np.argsort(scatter, kind="stable")
         gather, scatter = gather[order], scatter[order]
         entry = self.layout[self.spec.predicate]

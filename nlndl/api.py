@@ -45,7 +45,7 @@ def train(
     max_iters: int | None = None,
     time_limit: float | None = None,
     device: str = "cpu",
-    class_weight: str = "sqrt",
+    class_weight: str = ChainConfig.class_weight,
     **kwargs,
 ) -> LearnResult:
     """Learn the sketch's predicates; ``result.solved`` means clingo verified the rules on every world.

@@ -493,6 +493,8 @@ class ForwardChainer(nn.Module):
         also covers (Length: `target(A, B) :- value(A, B)` holds four positives and two negatives).
         The default, sqrt(N / P) per positive, sits between (ChainConfig.class_weight)."""
         present = [k for k in (True, False) if counts[k]]
+        # balanced is the general form at weight N / P, kept as the mean of the two class means it was
+        # written as, so that its losses stay the same to the last bit
         if len(present) < 2 or self.config.class_weight == "balanced":
             return sum(sums[k] / counts[k] for k in present) / max(len(present), 1)
         weight = 1.0 if self.config.class_weight == "none" else math.sqrt(counts[False] / counts[True])

@@ -1,5 +1,6 @@
 """Learning end to end: tasks solved and verified by clingo from a fixed seed, determinism, resume."""
 
+import inspect
 import json
 from pathlib import Path
 
@@ -8,13 +9,13 @@ import torch
 from typer.testing import CliRunner
 
 from nlndl import api
-from nlndl.cli import app
+from nlndl.cli import ClassWeight, app
 from nlndl.compiler.crisp import evaluate
 from nlndl.compiler.symbols import SymbolTable
 from nlndl.engines import clingo_model
 from nlndl.learn import LearnConfig, learn
 from nlndl.runtime.adam import Adam
-from nlndl.runtime.chain import ChainConfig, ForwardChainer, auto_restarts
+from nlndl.runtime.chain import CLASS_WEIGHTS, ChainConfig, ForwardChainer, auto_restarts
 from nlndl.runtime.train import TrainConfig
 from nlndl.verify import world_facts
 
@@ -116,6 +117,14 @@ def test_unsolved_run_exits_1_with_best_rules(tmp_path):
     )
     chosen = auto_restarts(api.compile(ILP / "even" / "sketch.dl"))
     assert f"3 iterations, {chosen} restarts, seed 0" in default.output
+
+
+def test_cli_class_weights_are_the_runtimes():
+    """The CLI lists the class weights without importing torch; the list and default must be the runtime's."""
+    assert [w.value for w in ClassWeight] == [ChainConfig.class_weight] + [
+        w for w in CLASS_WEIGHTS if w != ChainConfig.class_weight
+    ]
+    assert inspect.signature(api.train).parameters["class_weight"].default == ChainConfig.class_weight
 
 
 def test_class_weight_reaches_the_loss(tmp_path, monkeypatch):

@@ -60,7 +60,7 @@ def check(sketch: str, seeds: int, seconds: float) -> dict:
     return {
         "sketch": f"examples/ilp/{sketch}",
         "restarts": ChainConfig().for_program(program).restarts,
-        "max_loss_difference": loss_difference(ROOT / sketch),
+        "max_loss_difference": loss_difference(program),
         "ms_per_iteration": {
             "cpu": round(ms_per_iteration(program, "cpu", 5), 1),
             "cuda": round(ms_per_iteration(program, "cuda"), 1),
@@ -71,10 +71,10 @@ def check(sketch: str, seeds: int, seconds: float) -> dict:
     }
 
 
-def loss_difference(sketch: Path) -> float:
+def loss_difference(program) -> float:
     """Largest |CPU - CUDA| per-restart loss at initialisation, the same weights on both devices."""
     torch.manual_seed(0)
-    model = ForwardChainer(api.compile(sketch), ChainConfig())
+    model = ForwardChainer(program, ChainConfig())
     with torch.no_grad():
         cpu = model.losses()
         cuda = model.to("cuda").losses().cpu()
@@ -87,7 +87,7 @@ def main(out: Path, train: bool = True) -> None:
         if "multiplication" in sketch.parts:  # its background is a learned addition (nlndl train -B)
             continue
         name = str(sketch.parent.relative_to(ROOT))
-        report["losses"][name] = loss_difference(sketch)
+        report["losses"][name] = loss_difference(api.compile(sketch))
         print(name, report["losses"][name], flush=True)
     out.write_text(json.dumps(report, indent=1) + "\n")
     for sketch, (seeds, seconds) in TASKS.items() if train else ():
