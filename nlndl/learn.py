@@ -43,6 +43,7 @@ class LearnResult:
     restart: int | None  # the winning restart
     resets: int = 0
     replaced: int = 0  # restarts re-drawn after a plateau
+    renewed: int = 0  # restarts whose unused terms were re-drawn after a plateau
 
     def rule_texts(self) -> list[str]:
         return [render(r) for r in self.rules]
@@ -58,6 +59,7 @@ class LearnResult:
             "accuracy": self.score.to_json(),
             "nan_resets": self.resets,
             "replaced_restarts": self.replaced,
+            "renewed_restarts": self.renewed,
         }
 
 
@@ -70,12 +72,15 @@ def memberships(model: ForwardChainer, restart: int) -> dict[str, tuple[np.ndarr
 
 
 @torch.no_grad()
-def drop_terms(model: ForwardChainer, restart: int, threshold: float, left: int) -> tuple[dict[str, list[int]], int]:
+def drop_terms(
+    model: ForwardChainer, restart: int, threshold: float, left: int, neutral: bool = False
+) -> tuple[dict[str, list[int]], int]:
     """DNF terms (clauses) of ``restart``'s crisp program to switch off, one at a time while a drop lowers
     the examples it misclassifies on the compiled substitutions (``left`` of them to begin with, as
     ``crisp_wrong`` counted): the reference's finishing step (a membership cut where the loss barely
-    rises), read crisply. Every candidate drop is one slot of a batched crisp pass. Returns the dropped
-    terms per predicate and the misclassified examples left."""
+    rises), read crisply. With ``neutral``, also drops that leave the count as it is. Every candidate drop
+    is one slot of a batched crisp pass. Returns the dropped terms per predicate and the misclassified
+    examples left."""
     keep = {
         p: (f.memberships(threshold)[1][restart] > 0).to(torch.float32)
         for p, f in model.functions.items()
@@ -92,7 +97,7 @@ def drop_terms(model: ForwardChainer, restart: int, threshold: float, left: int)
             masks[p][i, t] = 0.0
         wrong = model.crisp_wrong(threshold, Variants(rows.expand(len(options)), masks))
         best = int(torch.argmin(wrong))
-        if wrong[best] >= left:
+        if wrong[best] > left or (wrong[best] == left and not neutral):
             break
         p, t = options[best]
         keep[p][t] = 0.0
@@ -152,6 +157,19 @@ class Learner:
                 return restart
         return None
 
+    def harmful(self, model: ForwardChainer, restarts: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Per learned predicate, the terms (len(restarts), T) of each restart's crisp program that
+        :func:`drop_terms` switches off when neutral drops count: without them, it misclassifies no more
+        examples than with them."""
+        threshold = self.config.threshold
+        grid_wrong = model.crisp_wrong(threshold).cpu()
+        flags = {p: torch.zeros(len(restarts), f.ir.terms, dtype=torch.bool) for p, f in model.functions.items()}
+        for i, restart in enumerate(restarts.tolist()):
+            dropped, _ = drop_terms(model, restart, threshold, int(grid_wrong[restart]), neutral=True)
+            for p, terms in dropped.items():
+                flags[p][i, terms] = True
+        return flags
+
     def rules(self, model: ForwardChainer, restart: int, dropped: dict[str, list[int]] | None = None) -> list[Rule]:
         """The rules read from ``restart``'s memberships, without the ``dropped`` terms."""
         weights = memberships(model, restart)
@@ -184,7 +202,7 @@ def learn(
     learner = Learner(program, config)
     started = time.perf_counter()
     try:
-        winner = trainer.fit(learner.check, progress)
+        winner = trainer.fit(learner.check, progress, learner.harmful)
     except KeyboardInterrupt:
         if checkpoint is not None:
             trainer.save(checkpoint)
@@ -202,4 +220,5 @@ def learn(
         restart=winner,
         resets=trainer.state.resets,
         replaced=trainer.state.replaced,
+        renewed=trainer.state.renewed,
     )

@@ -50,7 +50,7 @@ def training_bar(total: int, restarts: int, quiet: bool = False) -> Iterator[Cal
                     completed=state.iteration,
                     description=(
                         f"iter {state.iteration}  best loss {state.best_loss:.4f}  {restarts} restarts "
-                        f"({state.replaced} replaced)"
+                        f"({state.replaced} replaced, {state.renewed} renewed)"
                     ),
                 )
 

@@ -269,6 +269,19 @@ class PredicateFunction(nn.Module):
             initialise(self.inner[k], self.inner_init, self.c, generator)
             initialise(self.outer[k], self.outer_init, self.c, generator)
 
+    @torch.no_grad()
+    def reset_terms(
+        self, restarts: torch.Tensor, terms: torch.Tensor, generator: torch.Generator | None = None
+    ) -> None:
+        """Re-initialise the terms flagged in ``terms`` (len(restarts), T) of the given restarts, keeping the
+        others: a fresh draw for every term of each restart (as :meth:`reset` draws), copied where flagged."""
+        for k, flags in zip(restarts.tolist(), terms.to(self.inner.device), strict=True):
+            inner, outer = torch.empty_like(self.inner[k]), torch.empty_like(self.outer[k])
+            initialise(inner, self.inner_init, self.c, generator)
+            initialise(outer, self.outer_init, self.c, generator)
+            self.inner[k] = torch.where(flags[:, None], inner, self.inner[k])
+            self.outer[k] = torch.where(flags, outer, self.outer[k])
+
     def memberships(
         self, threshold: float | None = None, variants: Variants | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:

@@ -31,6 +31,7 @@ class TrainConfig:
     binarize_factor: float = 1.2  # applied at each check to restarts that classify every example right
     weight_limit: float = 20.0
     patience: int = 400  # a restart that has not improved (see replace_stalled) for this long starts anew
+    renew_terms: bool = True  # a stalled restart first re-draws only its unused terms (see replace_stalled)
 
 
 @dataclass
@@ -40,9 +41,12 @@ class TrainState:
     best_loss: float = float("inf")
     resets: int = 0  # restarts re-initialised after NaN/inf
     replaced: int = 0  # restarts re-initialised after a plateau
+    renewed: int = 0  # stalled restarts whose unused terms were re-drawn, the used ones kept
 
 
 CheckFn = Callable[[ForwardChainer, torch.Tensor], int | None]
+# per learned predicate, the terms (len(restarts), T) of the given restarts that do more harm than good
+HarmfulFn = Callable[[ForwardChainer, torch.Tensor], dict[str, torch.Tensor]]
 ProgressFn = Callable[[TrainState, torch.Tensor], None]
 
 
@@ -58,6 +62,8 @@ class Trainer:
         self.restart_best = torch.full((k,), float("inf"))
         self.restart_wrong = torch.full((k,), float("inf"))
         self.restart_since = torch.zeros(k, dtype=torch.long)  # iteration of the last real improvement
+        self.restart_renewed = torch.zeros(k, dtype=torch.bool)  # unused terms re-drawn since the last full draw
+        self.harmful: HarmfulFn | None = None
 
     def learning_rate(self) -> float:
         return self.config.lr if self.state.iteration < self.config.lr_switch else self.config.lr_late
@@ -78,9 +84,37 @@ class Trainer:
         self.restart_best[bad] = float("inf")
         self.restart_wrong[bad] = float("inf")
         self.restart_since[bad] = self.state.iteration
+        self.restart_renewed[bad] = False
+
+    def renewable_terms(self, restarts: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Per learned predicate, the terms (len(restarts), T) to re-draw: those the disjunction does not take
+        in, and those the ``harmful`` callback names."""
+        with torch.no_grad():
+            unused = {p: (f.outer[restarts] <= 0.0).cpu() for p, f in self.model.functions.items()}
+        if self.harmful is not None:
+            for p, flags in self.harmful(self.model, restarts).items():
+                unused[p] |= flags
+        return unused
+
+    def renew(self, restarts: torch.Tensor, unused: dict[str, torch.Tensor]) -> None:
+        """Re-draw the unused terms of the given restarts and forget their Adam moments; the used terms stay."""
+        for p, function in self.model.functions.items():
+            flags = unused[p]
+            function.reset_terms(restarts, flags, self.generator)
+            for param in (function.inner, function.outer):
+                state = self.optimizer.state.get(param)
+                if state:
+                    for key in ("exp_avg", "exp_avg_sq"):
+                        moments = state[key][restarts]
+                        moments[flags.to(moments.device)] = 0
+                        state[key][restarts] = moments
+        self.restart_since[restarts] = self.state.iteration
+        self.restart_renewed[restarts] = True
 
     def replace_stalled(self, losses: torch.Tensor, fitted: torch.Tensor) -> None:
-        """Start anew every restart stuck on a plateau that still misclassifies an example."""
+        """Start anew every restart stuck on a plateau that still misclassifies an example. With ``renew_terms``,
+        a restart first gets only its renewable terms re-drawn (:meth:`renewable_terms`), once per full draw,
+        where it keeps some: the clauses that help stay, and fresh terms look for the examples still wrong."""
         losses = torch.nan_to_num(losses.cpu(), nan=float("inf"))
         # progress: fewer misclassified examples, or a loss at least 5% below the best so far (a loss that
         # only creeps down while the same examples stay wrong is a plateau)
@@ -89,9 +123,22 @@ class Trainer:
         self.restart_wrong = torch.minimum(self.restart_wrong, self.wrong)
         self.restart_since[improved] = self.state.iteration
         stalled = (self.state.iteration - self.restart_since > self.config.patience) & ~fitted
-        if stalled.any():
-            self.reinitialise(torch.nonzero(stalled).flatten())
-            self.state.replaced += int(stalled.sum())
+        if not stalled.any():
+            return
+        restarts = torch.nonzero(stalled).flatten()
+        fresh = restarts[~self.restart_renewed[restarts]]
+        if self.config.renew_terms and fresh.numel():
+            renewable = self.renewable_terms(fresh)
+            some = torch.stack([u.any(-1) for u in renewable.values()]).any(0)
+            kept = torch.stack([(~u).any(-1) for u in renewable.values()]).any(0)
+            chosen = some & kept
+            if chosen.any():
+                self.renew(fresh[chosen], {p: u[chosen] for p, u in renewable.items()})
+                self.state.renewed += int(chosen.sum())
+                restarts = restarts[~torch.isin(restarts, fresh[chosen])]
+        if restarts.numel():
+            self.reinitialise(restarts)
+            self.state.replaced += int(restarts.numel())
 
     @torch.no_grad()
     def binarize(self, restarts: torch.Tensor) -> None:
@@ -116,9 +163,11 @@ class Trainer:
         self.max_error = self.max_error.detach().cpu()
         return losses.detach().cpu()
 
-    def fit(self, check: CheckFn, progress: ProgressFn | None = None) -> int | None:
-        """Train until ``check`` names a winning restart or a limit is reached; returns the winner."""
+    def fit(self, check: CheckFn, progress: ProgressFn | None = None, harmful: HarmfulFn | None = None) -> int | None:
+        """Train until ``check`` names a winning restart or a limit is reached; returns the winner. ``harmful``
+        names terms that a stalled restart re-draws besides its unused ones."""
         cfg = self.config
+        self.harmful = harmful
         start = time.perf_counter() - self.state.seconds
         while self.state.iteration < cfg.max_iters:
             losses = self.step()
@@ -158,6 +207,7 @@ class Trainer:
         tensors["restart_best"] = self.restart_best.clone()
         tensors["restart_since"] = self.restart_since.clone()
         tensors["restart_wrong"] = self.restart_wrong.clone()
+        tensors["restart_renewed"] = self.restart_renewed.clone()
         save_file(tensors, str(path / "checkpoint.safetensors"))
         meta = {"state": asdict(self.state), "config": asdict(self.config)}
         (path / "checkpoint.json").write_text(json.dumps(meta, indent=1) + "\n")
@@ -181,4 +231,5 @@ class Trainer:
         self.restart_best = tensors["restart_best"].clone()
         self.restart_since = tensors["restart_since"].clone()
         self.restart_wrong = tensors["restart_wrong"].clone()
+        self.restart_renewed = tensors["restart_renewed"].clone()
         self.state = TrainState(**meta["state"])

@@ -16,7 +16,7 @@ from nlndl.engines import clingo_model
 from nlndl.learn import LearnConfig, learn
 from nlndl.runtime.adam import Adam
 from nlndl.runtime.chain import CLASS_WEIGHTS, ChainConfig, ForwardChainer, auto_restarts
-from nlndl.runtime.train import TrainConfig
+from nlndl.runtime.train import TrainConfig, Trainer
 from nlndl.verify import world_facts
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -101,6 +101,39 @@ def test_checkpoint_resumes_to_the_same_result(tmp_path):
     assert resumed.iterations == straight.iterations == 60
     assert resumed.rule_texts() == straight.rule_texts()
     torch.testing.assert_close(torch.tensor(resumed.score.accuracy), torch.tensor(straight.score.accuracy))
+
+
+def test_a_stalled_restart_renews_its_unused_terms_once_then_starts_anew():
+    program = api.compile(ILP / "less_than" / "sketch.dl")
+    model = ForwardChainer(program, ChainConfig(restarts=2))
+    trainer = Trainer(model, TrainConfig(seed=0, patience=5))
+    (function,) = model.functions.values()
+    trainer.step()  # Adam has moments for every term
+    with torch.no_grad():
+        function.outer[:, 0] = 3.0  # term 0 in use, the others not
+        function.outer[:, 1:] = -3.0
+    inner, outer = function.inner.detach().clone(), function.outer.detach().clone()
+    moments = trainer.optimizer.state[function.inner]["exp_avg"].clone()
+
+    def stall(iteration: int) -> None:
+        trainer.state.iteration = iteration
+        trainer.wrong = torch.ones(2)  # the same examples wrong as the best so far, the same loss: no progress
+        trainer.restart_wrong, trainer.restart_best = torch.ones(2), torch.ones(2)
+        trainer.replace_stalled(torch.ones(2), fitted=torch.tensor([False, True]))
+
+    stall(10)
+    assert (trainer.state.renewed, trainer.state.replaced) == (1, 0)
+    assert torch.equal(function.inner[0, 0], inner[0, 0]) and function.outer[0, 0] == outer[0, 0]
+    assert not torch.equal(function.inner[0, 1:], inner[0, 1:]) and (function.outer[0, 1:] != outer[0, 1:]).all()
+    assert torch.equal(function.inner[1], inner[1]) and torch.equal(function.outer[1], outer[1])  # fitted: kept
+    adam = trainer.optimizer.state[function.inner]["exp_avg"]
+    assert torch.equal(adam[0, 0], moments[0, 0]) and moments[0, 1:].abs().sum() > 0 and not adam[0, 1:].any()
+    stall(13)  # within the patience of the renewal: nothing happens
+    assert (trainer.state.renewed, trainer.state.replaced) == (1, 0)
+    renewed = function.inner.detach().clone()
+    stall(20)  # stalled again after its renewal: a full new draw
+    assert (trainer.state.renewed, trainer.state.replaced) == (1, 1)
+    assert not torch.equal(function.inner[0, 0], renewed[0, 0]) and not trainer.restart_renewed[0]
 
 
 def test_unsolved_run_exits_1_with_best_rules(tmp_path):
