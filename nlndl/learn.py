@@ -73,14 +73,14 @@ def memberships(model: ForwardChainer, restart: int) -> dict[str, tuple[np.ndarr
 
 @torch.no_grad()
 def drop_terms(
-    model: ForwardChainer, restart: int, threshold: float, left: int, neutral: bool = False
+    model: ForwardChainer, restart: int, threshold: float, left: int, neutral: bool = False, negatives: bool = False
 ) -> tuple[dict[str, list[int]], int]:
     """DNF terms (clauses) of ``restart``'s crisp program to switch off, one at a time while a drop lowers
     the examples it misclassifies on the compiled substitutions (``left`` of them to begin with, as
     ``crisp_wrong`` counted): the reference's finishing step (a membership cut where the loss barely
-    rises), read crisply. With ``neutral``, also drops that leave the count as it is. Every candidate drop
-    is one slot of a batched crisp pass. Returns the dropped terms per predicate and the misclassified
-    examples left."""
+    rises), read crisply. With ``neutral``, also drops that leave the count as it is; with ``negatives``,
+    the count is of the negative examples derived only (``left`` too). Every candidate drop is one slot of
+    a batched crisp pass. Returns the dropped terms per predicate and the count left."""
     keep = {
         p: (f.memberships(threshold)[1][restart] > 0).to(torch.float32)
         for p, f in model.functions.items()
@@ -88,14 +88,15 @@ def drop_terms(
     }
     dropped: dict[str, list[int]] = {p: [] for p in keep}
     rows = torch.tensor([restart], device=model.worlds[0].valuation.device)
-    while left:
+    while left or neutral:
         options = [(p, t) for p, k in keep.items() for t in torch.nonzero(k).flatten().tolist()]
         if not options:
             break
         masks = {p: k.expand(len(options), -1).clone() for p, k in keep.items()}
         for i, (p, t) in enumerate(options):
             masks[p][i, t] = 0.0
-        wrong = model.crisp_wrong(threshold, Variants(rows.expand(len(options)), masks))
+        variants = Variants(rows.expand(len(options)), masks)
+        wrong = model.crisp_mistakes(threshold, variants)[1] if negatives else model.crisp_wrong(threshold, variants)
         best = int(torch.argmin(wrong))
         if wrong[best] > left or (wrong[best] == left and not neutral):
             break
@@ -158,14 +159,18 @@ class Learner:
         return None
 
     def harmful(self, model: ForwardChainer, restarts: torch.Tensor) -> dict[str, torch.Tensor]:
-        """Per learned predicate, the terms (len(restarts), T) of each restart's crisp program that
-        :func:`drop_terms` switches off when neutral drops count: without them, it misclassifies no more
-        examples than with them."""
+        """Per learned predicate, the terms (len(restarts), T) of each restart's crisp program that a stalled
+        restart re-draws: those that :func:`drop_terms` switches off when neutral drops count (without them it
+        misclassifies no more examples), and those it drops to derive fewer negative examples."""
         threshold = self.config.threshold
-        grid_wrong = model.crisp_wrong(threshold).cpu()
+        missed, derived = (count.cpu() for count in model.crisp_mistakes(threshold))
+        grid_wrong = missed + derived
         flags = {p: torch.zeros(len(restarts), f.ir.terms, dtype=torch.bool) for p, f in model.functions.items()}
         for i, restart in enumerate(restarts.tolist()):
             dropped, _ = drop_terms(model, restart, threshold, int(grid_wrong[restart]), neutral=True)
+            for p, terms in dropped.items():
+                flags[p][i, terms] = True
+            dropped, _ = drop_terms(model, restart, threshold, int(derived[restart]), negatives=True)
             for p, terms in dropped.items():
                 flags[p][i, terms] = True
         return flags

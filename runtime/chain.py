@@ -467,12 +467,22 @@ class ForwardChainer(nn.Module):
         """Per restart (or variant): the examples that the crisp program read from the memberships at
         ``threshold`` gets wrong on the compiled substitutions (memberships read as 0 or 1, valuations
         rounded each step). One forward pass for all: a cheap filter before rules are extracted and evaluated."""
+        missed, derived = self.crisp_mistakes(threshold, variants)
+        return missed + derived
+
+    @torch.no_grad()
+    def crisp_mistakes(self, threshold: float, variants: Variants | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per restart (or variant), as :meth:`crisp_wrong` counts them: the positive examples the crisp
+        program misses and the negative ones it derives."""
         slots = self.restarts if variants is None else len(variants.rows)
-        wrong = torch.zeros(slots, device=self.worlds[0].valuation.device)
+        missed = torch.zeros(slots, device=self.worlds[0].valuation.device)
+        derived = torch.zeros(slots, device=self.worlds[0].valuation.device)
         for world in self.worlds:
-            values = self.run(world, threshold=threshold, variants=variants)[:, world.example_slots]
-            wrong += ((values > 0.5) != (world.example_labels > 0.5)).sum(-1)
-        return wrong
+            values = self.run(world, threshold=threshold, variants=variants)[:, world.example_slots] > 0.5
+            positive = world.example_labels > 0.5
+            missed += (~values & positive).sum(-1)
+            derived += (values & ~positive).sum(-1)
+        return missed, derived
 
     def losses(self) -> torch.Tensor:
         """Per-restart cross-entropy on every world's examples after T steps, shape (K,)."""

@@ -13,7 +13,7 @@ from nlndl.cli import ClassWeight, app
 from nlndl.compiler.crisp import evaluate
 from nlndl.compiler.symbols import SymbolTable
 from nlndl.engines import clingo_model
-from nlndl.learn import LearnConfig, learn
+from nlndl.learn import LearnConfig, Learner, drop_terms, learn
 from nlndl.runtime.adam import Adam
 from nlndl.runtime.chain import CLASS_WEIGHTS, ChainConfig, ForwardChainer, auto_restarts
 from nlndl.runtime.train import TrainConfig, Trainer
@@ -134,6 +134,32 @@ def test_a_stalled_restart_renews_its_unused_terms_once_then_starts_anew():
     stall(20)  # stalled again after its renewal: a full new draw
     assert (trainer.state.renewed, trainer.state.replaced) == (1, 1)
     assert not torch.equal(function.inner[0, 0], renewed[0, 0]) and not trainer.restart_renewed[0]
+
+
+def test_stalled_restarts_re_draw_the_terms_that_derive_negatives_or_do_nothing():
+    program = api.compile(ILP / "less_than" / "sketch.dl")
+    model = ForwardChainer(program, ChainConfig(restarts=1))
+    (function,) = model.functions.values()
+    inputs = function.ir.inputs
+    atom = {(a.predicate, a.vars): i for i, a in enumerate(inputs)}
+    terms = [
+        [("succ", (0, 1))],  # lt(A, B) :- succ(A, B): the base case
+        [("succ", (0, 2)), ("lt", (2, 1))],  # lt(A, B) :- succ(A, C), lt(C, B): the recursion
+        [("succ", (1, 0))],  # lt(A, B) :- succ(B, A): derives negatives only
+        [("succ", (0, 1)), ("zero", (0,))],  # lt(A, B) :- succ(A, B), zero(A): adds nothing
+    ]
+    with torch.no_grad():
+        function.inner.fill_(-10.0)
+        function.outer.fill_(10.0)
+        for t, body in enumerate(terms):
+            for a in body:
+                function.inner[0, t, atom[a]] = 10.0
+    missed, derived = model.crisp_mistakes(0.5)
+    assert (int(missed[0]), int(derived[0])) == (0, 18)  # lt(i + 1, i) and, through the recursion, lt(i, i)
+    # dropping the recursion would derive fewer negatives too (9), dropping the culprit none
+    assert drop_terms(model, 0, 0.5, 18, negatives=True) == ({"lt": [2]}, 0)
+    flags = Learner(program, LearnConfig()).harmful(model, torch.tensor([0]))
+    assert flags["lt"].tolist() == [[False, False, True, True]]
 
 
 def test_unsolved_run_exits_1_with_best_rules(tmp_path):
