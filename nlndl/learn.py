@@ -43,7 +43,7 @@ class LearnResult:
     restart: int | None  # the winning restart
     resets: int = 0
     replaced: int = 0  # restarts re-drawn after a plateau
-    renewed: int = 0  # restarts whose unused terms were re-drawn after a plateau
+    renewed: int = 0  # restarts with some terms re-drawn after a plateau, the others kept
 
     def rule_texts(self) -> list[str]:
         return [render(r) for r in self.rules]

@@ -31,7 +31,7 @@ class TrainConfig:
     binarize_factor: float = 1.2  # applied at each check to restarts that classify every example right
     weight_limit: float = 20.0
     patience: int = 400  # a restart that has not improved (see replace_stalled) for this long starts anew
-    renew_terms: bool = True  # a stalled restart first re-draws only its unused terms (see replace_stalled)
+    renew_terms: bool = True  # a stalled restart first re-draws only some of its terms (see replace_stalled)
 
 
 @dataclass
@@ -41,7 +41,7 @@ class TrainState:
     best_loss: float = float("inf")
     resets: int = 0  # restarts re-initialised after NaN/inf
     replaced: int = 0  # restarts re-initialised after a plateau
-    renewed: int = 0  # stalled restarts whose unused terms were re-drawn, the used ones kept
+    renewed: int = 0  # stalled restarts with some terms re-drawn and the others kept
 
 
 CheckFn = Callable[[ForwardChainer, torch.Tensor], int | None]
@@ -62,7 +62,7 @@ class Trainer:
         self.restart_best = torch.full((k,), float("inf"))
         self.restart_wrong = torch.full((k,), float("inf"))
         self.restart_since = torch.zeros(k, dtype=torch.long)  # iteration of the last real improvement
-        self.restart_renewed = torch.zeros(k, dtype=torch.bool)  # unused terms re-drawn since the last full draw
+        self.restart_renewed = torch.zeros(k, dtype=torch.bool)  # some terms re-drawn since the last full draw
         self.harmful: HarmfulFn | None = None
 
     def learning_rate(self) -> float:
@@ -97,7 +97,7 @@ class Trainer:
         return unused
 
     def renew(self, restarts: torch.Tensor, unused: dict[str, torch.Tensor]) -> None:
-        """Re-draw the unused terms of the given restarts and forget their Adam moments; the used terms stay."""
+        """Re-draw the flagged terms of the given restarts and forget their Adam moments; the others stay."""
         for p, function in self.model.functions.items():
             flags = unused[p]
             function.reset_terms(restarts, flags, self.generator)
@@ -231,5 +231,6 @@ class Trainer:
         self.restart_best = tensors["restart_best"].clone()
         self.restart_since = tensors["restart_since"].clone()
         self.restart_wrong = tensors["restart_wrong"].clone()
-        self.restart_renewed = tensors["restart_renewed"].clone()
+        # absent from checkpoints written before renewal existed: nothing renewed yet
+        self.restart_renewed = tensors.get("restart_renewed", torch.zeros_like(self.restart_renewed)).clone()
         self.state = TrainState(**meta["state"])

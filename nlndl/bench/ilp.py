@@ -112,7 +112,7 @@ def run(
                 "median_iterations": statistics.median(r.iterations for r in results),
                 "restarts": results[0].restarts,  # restarts trained side by side
                 "median_replaced": statistics.median(r.replaced for r in results),  # re-drawn on a plateau
-                "median_renewed": statistics.median(r.renewed for r in results),  # unused terms re-drawn
+                "median_renewed": statistics.median(r.renewed for r in results),  # some terms re-drawn on a plateau
                 "rules": results[0].rule_texts(),
                 "first_seed_solved": results[0].solved,
                 "failures": [{"seed": i, "accuracy": r.score.to_json()} for i, r in enumerate(results) if not r.solved],
