@@ -262,19 +262,16 @@ class PredicateFunction(nn.Module):
         self.register_buffer("fuzzy_columns", torch.tensor(columns(fuzzy), dtype=torch.long), persistent=False)
         self.reset(torch.arange(config.restarts))
 
-    @torch.no_grad()
     def reset(self, restarts: torch.Tensor, generator: torch.Generator | None = None) -> None:
-        """Re-initialise the given restarts (all at construction; NaN ones during training)."""
-        for k in restarts.tolist():
-            initialise(self.inner[k], self.inner_init, self.c, generator)
-            initialise(self.outer[k], self.outer_init, self.c, generator)
+        """Re-initialise the given restarts (all at construction; NaN or stalled ones during training)."""
+        self.reset_terms(restarts, torch.ones(len(restarts), self.outer.shape[1], dtype=torch.bool), generator)
 
     @torch.no_grad()
     def reset_terms(
         self, restarts: torch.Tensor, terms: torch.Tensor, generator: torch.Generator | None = None
     ) -> None:
         """Re-initialise the terms flagged in ``terms`` (len(restarts), T) of the given restarts, keeping the
-        others: a fresh draw for every term of each restart (as :meth:`reset` draws), copied where flagged."""
+        others: a fresh draw for every term of each restart, copied where flagged."""
         for k, flags in zip(restarts.tolist(), terms.to(self.inner.device), strict=True):
             inner, outer = torch.empty_like(self.inner[k]), torch.empty_like(self.outer[k])
             initialise(inner, self.inner_init, self.c, generator)

@@ -74,13 +74,10 @@ class Trainer:
         self.state.resets += int(bad.numel())
 
     def reinitialise(self, bad: torch.Tensor) -> None:
-        for function in self.model.functions.values():
-            function.reset(bad, self.generator)
-            for param in (function.inner, function.outer):
-                state = self.optimizer.state.get(param)
-                if state:
-                    state["exp_avg"][bad] = 0
-                    state["exp_avg_sq"][bad] = 0
+        """Draw the given restarts anew, every term, and forget what the plateau test knew of them."""
+        self.redraw(
+            bad, {p: torch.ones(len(bad), f.ir.terms, dtype=torch.bool) for p, f in self.model.functions.items()}
+        )
         self.restart_best[bad] = float("inf")
         self.restart_wrong[bad] = float("inf")
         self.restart_since[bad] = self.state.iteration
@@ -89,17 +86,17 @@ class Trainer:
     def renewable_terms(self, restarts: torch.Tensor) -> dict[str, torch.Tensor]:
         """Per learned predicate, the terms (len(restarts), T) to re-draw: those the disjunction does not take
         in, and those the ``harmful`` callback names."""
-        with torch.no_grad():
-            unused = {p: (f.outer[restarts] <= 0.0).cpu() for p, f in self.model.functions.items()}
+        unused = {p: (f.outer[restarts] <= 0.0).cpu() for p, f in self.model.functions.items()}
         if self.harmful is not None:
             for p, flags in self.harmful(self.model, restarts).items():
                 unused[p] |= flags
         return unused
 
-    def renew(self, restarts: torch.Tensor, unused: dict[str, torch.Tensor]) -> None:
-        """Re-draw the flagged terms of the given restarts and forget their Adam moments; the others stay."""
+    def redraw(self, restarts: torch.Tensor, terms: dict[str, torch.Tensor]) -> None:
+        """Re-draw the flagged terms (per predicate, (len(restarts), T)) of the given restarts and forget their
+        Adam moments; the other terms stay as they are."""
         for p, function in self.model.functions.items():
-            flags = unused[p]
+            flags = terms[p]
             function.reset_terms(restarts, flags, self.generator)
             for param in (function.inner, function.outer):
                 state = self.optimizer.state.get(param)
@@ -108,6 +105,11 @@ class Trainer:
                         moments = state[key][restarts]
                         moments[flags.to(moments.device)] = 0
                         state[key][restarts] = moments
+
+    def renew(self, restarts: torch.Tensor, terms: dict[str, torch.Tensor]) -> None:
+        """Re-draw the flagged terms of the given stalled restarts, keep the others, and give them a new
+        patience; once per full draw."""
+        self.redraw(restarts, terms)
         self.restart_since[restarts] = self.state.iteration
         self.restart_renewed[restarts] = True
 
