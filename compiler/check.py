@@ -6,7 +6,9 @@ settings with defaults filled in, and the dependency graph's strata.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+import networkx as nx
 
 from nlndl.compiler import ast
 from nlndl.compiler.depgraph import Strata, build_graph, stratify
@@ -95,6 +97,7 @@ class LearnSpec:
     span: Span
     norepeat: bool = False  # leave out candidate atoms that repeat a variable, e.g. eq(A,A)
     functions: tuple[str, ...] = ()  # unary functions that may be applied to variables, e.g. H(A)
+    negated: tuple[str, ...] = ()  # with negation: the body predicates that do not depend on this one
 
     @property
     def extra(self) -> int:
@@ -382,8 +385,14 @@ class _Checker:
             for clause in world.clauses
             for lit in clause.body
         ]
-        for spec in self.out.learned.values():
-            edges += [(q, spec.predicate, spec.negation) for q in spec.body]
+        # a learned predicate may negate only body predicates that do not depend on it (stratified negation):
+        # its own atoms and those of its recursive component stay positive
+        reads = build_graph(edges + [(q, s.predicate, False) for s in self.out.learned.values() for q in s.body], [])
+        for name, spec in self.out.learned.items():
+            if spec.negation:
+                above = nx.descendants(reads, name) | {name} if name in reads else {name}
+                spec = self.out.learned[name] = replace(spec, negated=tuple(q for q in spec.body if q not in above))
+            edges += [(q, spec.predicate, q in spec.negated) for q in spec.body]
         self.out.dependencies = sorted(set(edges))
         graph = build_graph(edges, list(self.out.relations))
         strata = stratify(graph)
@@ -400,7 +409,9 @@ class _Checker:
             spans += [s.span for s in self.out.learned.values() if s.predicate in members and s.negation]
             self.error(
                 min(spans, key=lambda sp: (sp.file, sp.line, sp.column)),
-                f"unstratifiable negation: {', '.join(cycle)} depend on each other through negation",
+                f"unstratifiable negation: {cycle[0]} depends on itself through negation"
+                if len(cycle) == 1
+                else f"unstratifiable negation: {', '.join(cycle)} depend on each other through negation",
             )
         self.out.strata = strata
 

@@ -308,6 +308,7 @@ def learned_ir(spec: LearnSpec, inputs: list[InputAtom], pruned: bool) -> Learne
         spec.invented,
         inputs,
         pruned,
+        spec.negated if spec.negation else (),
     )
 
 

@@ -44,6 +44,7 @@ class LearnedIR:
     invented: bool
     inputs: list[InputAtom]
     pruned: bool = True  # substitutions were pruned (prune=extensional): the safety gate keeps clauses sound under it
+    negated: tuple[str, ...] = ()  # with negation: the predicates whose candidate atoms may also appear negated
 
 
 @dataclass
@@ -188,6 +189,8 @@ class CompiledProgram:
                 **{
                     **v,
                     "var_types": tuple(v["var_types"]),
+                    # programs saved before "negated" existed negated every candidate atom
+                    "negated": tuple(v.get("negated", sorted({a["predicate"] for a in v["inputs"]}))),
                     "inputs": [InputAtom(a["predicate"], tuple(a["vars"]), tuple(a["funcs"])) for a in v["inputs"]],
                 }
             )

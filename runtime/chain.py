@@ -260,6 +260,11 @@ class PredicateFunction(nn.Module):
         columns = (lambda idx: idx + [n + i for i in idx]) if ir.negation else (lambda idx: idx)
         self.register_buffer("crisp_columns", torch.tensor(columns(crisp), dtype=torch.long), persistent=False)
         self.register_buffer("fuzzy_columns", torch.tensor(columns(fuzzy), dtype=torch.long), persistent=False)
+        # negated columns of predicates that depend on this one (stratified negation) have membership 0
+        allowed = None
+        if ir.negation and any(a.predicate not in ir.negated for a in ir.inputs):
+            allowed = torch.tensor([1.0] * n + [float(a.predicate in ir.negated) for a in ir.inputs])
+        self.register_buffer("allowed", allowed, persistent=False)
         self.reset(torch.arange(config.restarts))
 
     def reset(self, restarts: torch.Tensor, generator: torch.Generator | None = None) -> None:
@@ -285,6 +290,8 @@ class PredicateFunction(nn.Module):
         """Inner (K, T, L) and outer (K, T) memberships; with ``threshold``, each read as 0 or 1 (the rules);
         with ``variants``, those of the restarts it names, with the terms it drops switched off."""
         inner, outer = torch.sigmoid(self.c * self.inner), torch.sigmoid(self.c * self.outer)
+        if self.allowed is not None:
+            inner = inner * self.allowed
         if variants is not None:
             inner, outer = inner[variants.rows], outer[variants.rows]
         if threshold is not None:

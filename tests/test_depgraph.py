@@ -34,3 +34,20 @@ def test_learned_predicates_depend_on_their_body():
     assert program.steps == 1
     lt = compile_sketch(ROOT / "examples/ilp/less_than/sketch.dl")
     assert lt.recursive == ["lt"] and lt.strata[-1] == ["lt"]
+
+
+def test_learned_negation_leaves_out_the_predicates_that_depend_on_it(tmp_path):
+    # p may read every relation (q and itself included); q reads p, so p negating q or itself would not be
+    # stratified: p's negated candidates are e and m only, and the program compiles
+    path = tmp_path / "s.dl"
+    path.write_text(
+        ".decl e(a: symbol, b: symbol)\n.decl m(a: symbol)\n.decl p(a: symbol, b: symbol)\n.decl q(a: symbol)\n"
+        'e("x","y"). m("x").\n.learn p(vars=2, negation)\n.learn q(vars=2, body=[e, p])\n'
+        '.pos p("x","y"). .pos q("x").\n'
+    )
+    program = compile_sketch(path)
+    assert program.learned["p"].negated == ("e", "m")
+    assert program.learned["q"].negated == ()
+    negative = {(src, dst) for src, dst, negated in program.dependencies if negated}
+    assert negative == {("e", "p"), ("m", "p")}
+    assert {"p", "q"} <= set(program.recursive)

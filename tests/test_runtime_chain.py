@@ -23,8 +23,8 @@ def random_sketch(draw) -> str:
     edges = draw(st.lists(st.tuples(st.sampled_from(consts), st.sampled_from(consts)), min_size=1, max_size=5))
     marks = draw(st.lists(st.sampled_from(consts), max_size=2))
     form = draw(st.sampled_from(["dnf", "cnf"]))
-    # negation of p inside p's own body would not be stratifiable: then p's body is e and m only
-    negation = ", negation, body=[e, m]" if draw(st.booleans()) else ""
+    # with negation and the default body, p's own negated atoms keep membership 0 (not stratifiable)
+    negation = draw(st.sampled_from(["", ", negation, body=[e, m]", ", negation"]))
     lines = [".decl e(a: symbol, b: symbol)", ".decl m(a: symbol)", ".decl p(a: symbol, b: symbol)"]
     lines += [f'e("{a}","{b}").' for a, b in edges] + [f'm("{a}").' for a in marks]
     lines += [f'm("{c}") :- m("{c}").' for c in consts]
@@ -210,3 +210,28 @@ def test_log_none_matches_torch_ops(cap):
     assert torch.autograd.gradcheck(
         lambda e, w: log_none(e, w, cap), (exponent.detach()[2:].requires_grad_(), scale.detach()[2:].requires_grad_())
     )
+
+
+def test_negated_atoms_of_dependent_predicates_keep_membership_zero(tmp_path):
+    path = tmp_path / "s.dl"
+    path.write_text(
+        ".decl e(a: symbol, b: symbol)\n.decl p(a: symbol, b: symbol)\n"
+        'e("x","y"). e("y","z").\n.learn p(vars=3, negation)\n.pos p("x","z").\n'
+    )
+    program = compile_sketch(path)
+    ir = program.learned["p"]
+    model = ForwardChainer(program, ChainConfig(restarts=3))
+    function = model.functions["p"]
+    n = len(ir.inputs)
+    banned = torch.tensor([n + i for i, a in enumerate(ir.inputs) if a.predicate == "p"])
+    allowed = torch.tensor([n + i for i, a in enumerate(ir.inputs) if a.predicate == "e"])
+    assert len(banned) and len(allowed)
+    inner, _ = function.memberships()
+    assert (inner[..., banned] == 0).all() and (inner[..., allowed] > 0).all()
+    crisp, _ = function.memberships(threshold=0.5)
+    assert (crisp[..., banned] == 0).all()
+    with torch.no_grad():  # even a weight that would select !p(...) reads as 0
+        function.inner[..., banned] = 20.0
+    model.losses().sum().backward()
+    assert (function.inner.grad[..., banned] == 0).all() and function.inner.grad[..., allowed].abs().sum() > 0
+    assert (function.memberships(threshold=0.5)[0][..., banned] == 0).all()

@@ -26,7 +26,18 @@ runner = CliRunner()
 
 @pytest.mark.parametrize(
     "task",
-    ["less_than", "predecessor", "connectedness", "grandparent", "even", "dilp/member", "dilp/husband", "dilp/fizz"],
+    [
+        "less_than",
+        "predecessor",
+        "connectedness",
+        "grandparent",
+        "even",
+        "dilp/member",
+        "dilp/husband",
+        "dilp/fizz",
+        "sibling",
+        "largest",
+    ],
 )
 def test_task_is_learned_and_verified_by_clingo(task, tmp_path):
     result = runner.invoke(app, ["train", str(ILP / task / "sketch.dl"), "-D", str(tmp_path), "--seed", "0", "--json"])
