@@ -2,7 +2,8 @@
 
 A derivation of a recursive predicate walks a chain of background facts one link per step (lt along succ,
 connected along edge, length along cons), so T is the number of layers of learned predicates plus the
-longest such chain. ``.steps`` or ``--steps`` override it where a derivation needs more.
+longest such chain: an acyclic relation's longest path, a cyclic one's longest shortest path (a derivation
+reaches each pair it links by the shortest way). ``.steps`` or ``--steps`` override it where a derivation needs more.
 """
 
 from __future__ import annotations
@@ -11,9 +12,14 @@ from collections.abc import Iterable
 from itertools import combinations
 
 import networkx as nx
+import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import shortest_path
 
 from nlndl.compiler.check import Checked
 from nlndl.compiler.crisp import Database
+
+MAX_SOURCES = 2000  # breadth-first searches per cyclic relation: exact up to this many constants
 
 
 def layers(checked: Checked) -> int:
@@ -28,9 +34,9 @@ def layers(checked: Checked) -> int:
 
 
 def longest_chain(databases: Iterable[Database], skip: set[str]) -> int:
-    """Links in the longest path through one pair of argument positions of one relation, over every world
-    (relations in ``skip`` left out). A cyclic one over n constants counts n - 1, its longest simple path
-    at most."""
+    """Links in the longest chain through one pair of argument positions of one relation, over every world
+    (relations in ``skip`` left out): an acyclic one's longest path; a cyclic one's longest shortest path,
+    a constant back to itself included (the most links a derivation needs to reach any pair it links)."""
     longest = 0
     for db in databases:
         for name, facts in db.items():
@@ -44,7 +50,33 @@ def longest_chain(databases: Iterable[Database], skip: set[str]) -> int:
                 if nx.is_directed_acyclic_graph(graph):
                     longest = max(longest, nx.dag_longest_path_length(graph))
                 else:
-                    longest = max(longest, graph.number_of_nodes() - 1)
+                    longest = max(longest, longest_shortest_path(graph))
+    return longest
+
+
+def longest_shortest_path(graph: nx.DiGraph, sources: int = MAX_SOURCES) -> int:
+    """The most links on a shortest path between two connected nodes, or from a node back to itself, by
+    breadth-first search from every node (from ``sources`` of them, evenly spread, on larger graphs: a lower
+    bound there). An n-node cycle: n, where n - 1 undercounts a walk around it."""
+    nodes = sorted(graph, key=str)
+    index = {node: k for k, node in enumerate(nodes)}
+    tail = np.array([index[u] for u, _ in graph.edges], dtype=np.int64)
+    head = np.array([index[v] for _, v in graph.edges], dtype=np.int64)
+    adjacency = csr_matrix((np.ones(len(tail)), (tail, head)), shape=(len(nodes), len(nodes)))
+    picked = np.unique(np.linspace(0, len(nodes) - 1, min(sources, len(nodes))).astype(np.int64))
+    longest = 0
+    for chunk in np.array_split(picked, max(1, len(picked) // 256)):
+        dist = shortest_path(adjacency, unweighted=True, indices=chunk)  # (len(chunk), n), inf if unreachable
+        reached = dist[np.isfinite(dist)]
+        longest = max(longest, int(reached.max()) if reached.size else 0)
+        # back to a source: the shortest path to one of the nodes with an edge into it, plus that edge
+        row = np.full(len(nodes), -1)
+        row[chunk] = np.arange(len(chunk))
+        into = row[head] >= 0
+        back = np.full(len(chunk), np.inf)
+        np.minimum.at(back, row[head[into]], dist[row[head[into]], tail[into]] + 1)
+        back = back[np.isfinite(back)]
+        longest = max(longest, int(back.max()) if back.size else 0)
     return longest
 
 

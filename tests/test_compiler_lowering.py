@@ -121,8 +121,12 @@ def test_default_steps_follow_the_longest_chain_of_facts(tmp_path):
     # constants that no chain links do not lengthen T: e walks x -> y -> z, q names five more
     text = TINY.format(prune="none") + '.decl q(a: N)\nq("a"). q("b"). q("c"). q("d"). q("f").\n'
     assert compile_text(tmp_path, text).steps == 1 + 2
-    # a cycle over n constants counts n - 1 links, the longest simple path it can hold
-    assert compile_text(tmp_path, text + 'e("z","x").\n').steps == 1 + 2
+    # a cycle over n constants counts n links: x back to itself walks all three
+    assert compile_text(tmp_path, text + 'e("z","x").\n').steps == 1 + 3
+    # a cyclic relation counts its longest shortest path, not its n - 1: a ring of 30 with a hub joined
+    # both ways to every node reaches any node from any other in at most 2 links
+    ring = "".join(f'e("r{k}","r{(k + 1) % 30}"). e("hub","r{k}"). e("r{k}","hub").\n' for k in range(30))
+    assert compile_text(tmp_path, text + ring).steps == 1 + 2
     # a ternary relation's chain runs through any pair of its argument positions
     ternary = text + '.decl t(a: N, b: N, c: N)\nt("a","q","b"). t("b","q","c"). t("c","q","d"). t("d","q","f").\n'
     assert compile_text(tmp_path, ternary).steps == 1 + 4
