@@ -19,7 +19,8 @@ from scipy.sparse.csgraph import shortest_path
 from nlndl.compiler.check import Checked
 from nlndl.compiler.crisp import Database
 
-MAX_SOURCES = 2000  # breadth-first searches per cyclic relation: exact up to this many constants
+MAX_SOURCES = 2000  # breadth-first searches per cyclic relation: exact up to this many constants,
+SEARCH_WORK = 200_000_000  # and fewer on larger graphs: sources x (nodes + edges) at most this
 
 
 def layers(checked: Checked) -> int:
@@ -54,18 +55,20 @@ def longest_chain(databases: Iterable[Database], skip: set[str]) -> int:
     return longest
 
 
-def longest_shortest_path(graph: nx.DiGraph, sources: int = MAX_SOURCES) -> int:
+def longest_shortest_path(graph: nx.DiGraph) -> int:
     """The most links on a shortest path between two connected nodes, or from a node back to itself, by
-    breadth-first search from every node (from ``sources`` of them, evenly spread, on larger graphs: a lower
-    bound there). An n-node cycle: n, where n - 1 undercounts a walk around it."""
+    breadth-first search from every node (on graphs past ``MAX_SOURCES`` nodes or ``SEARCH_WORK``, from
+    fewer, evenly spread: a lower bound there). An n-node cycle: n, where n - 1 undercounts a walk around it."""
     nodes = sorted(graph, key=str)
+    sources = min(MAX_SOURCES, max(16, SEARCH_WORK // (len(nodes) + graph.number_of_edges())))
     index = {node: k for k, node in enumerate(nodes)}
     tail = np.array([index[u] for u, _ in graph.edges], dtype=np.int64)
     head = np.array([index[v] for _, v in graph.edges], dtype=np.int64)
     adjacency = csr_matrix((np.ones(len(tail)), (tail, head)), shape=(len(nodes), len(nodes)))
     picked = np.unique(np.linspace(0, len(nodes) - 1, min(sources, len(nodes))).astype(np.int64))
     longest = 0
-    for chunk in np.array_split(picked, max(1, len(picked) // 256)):
+    rows = max(1, min(256, 2**24 // len(nodes)))  # a chunk's distance matrix: at most 128 MiB
+    for chunk in np.array_split(picked, -(-len(picked) // rows)):
         dist = shortest_path(adjacency, unweighted=True, indices=chunk)  # (len(chunk), n), inf if unreachable
         reached = dist[np.isfinite(dist)]
         longest = max(longest, int(reached.max()) if reached.size else 0)
