@@ -63,4 +63,5 @@ def compile_sketch(
         dependencies=checked.dependencies,
         worlds=lowered,
         types=dict(checked.types),
+        warnings=diags.render_warnings(),
     )

@@ -48,6 +48,19 @@ class Diagnostics:
     def error(self, span: Span, message: str) -> None:
         self.items.append(Diagnostic(span, message))
 
+    def warning(self, span: Span, message: str) -> None:
+        """A problem that does not stop compilation (the program may still not be learnable)."""
+        self.items.append(Diagnostic(span, message, "warning"))
+
+    @property
+    def warnings(self) -> list[Diagnostic]:
+        return [d for d in self.items if d.severity == "warning"]
+
+    def render_warnings(self) -> list[str]:
+        """Each warning with its source line and caret, in source order."""
+        ordered = sorted(self.warnings, key=lambda d: (d.span.file, d.span.line, d.span.column, d.message))
+        return [d.render(self.sources) for d in ordered]
+
     @property
     def errors(self) -> list[Diagnostic]:
         return [d for d in self.items if d.severity == "error"]

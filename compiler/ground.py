@@ -265,16 +265,48 @@ class Lowering:
         return {f"{name}/gather": gather, f"{name}/scatter": scatter.astype(np.int64), f"{name}/ptr": ptr}
 
 
+def example_slot(world: GroundWorld, layout: dict[str, RelationLayout], name: str, args: tuple[int, ...]) -> int:
+    """Where the ground atom name(args) lives in the world's valuation."""
+    entry = layout[name]
+    pos = tuple(world.positions[t][c] for t, c in zip(entry.types, args, strict=True))
+    return entry.offset + (int(np.ravel_multi_index(pos, entry.shape)) if entry.shape else 0)
+
+
+def derivable_heads(spec: LearnSpec, inputs: list[InputAtom], arrays: dict[str, np.ndarray], learned: set[str]):
+    """Head slots of ``spec`` that some safe clause could derive: at one of its kept substitutions, every head
+    variable is in a candidate atom that holds there (an extensional fact) or may (a learned atom)."""
+    p = spec.predicate
+    gather, scatter, values = arrays[f"{p}/gather"], arrays[f"{p}/scatter"], arrays["valuation"]
+    holds = (values[gather] > 0) | np.array([a.predicate in learned for a in inputs], dtype=bool)
+    possible = np.ones(len(scatter), dtype=bool)
+    for var in range(spec.head_arity):
+        binds = np.array([var in a.vars for a in inputs], dtype=bool)
+        possible &= holds[:, binds].any(axis=1)
+    return set(scatter[possible].tolist())
+
+
+def underivable(
+    world: GroundWorld, layout: dict[str, RelationLayout], heads: dict[str, set[int]], diags: Diagnostics
+) -> None:
+    """Warn of each positive example of a learned predicate that no safe clause the network can represent
+    derives (:func:`derivable_heads`): typically a constant that occurs in no fact."""
+    for name, args, positive, span in world.examples:
+        if positive and name in heads and example_slot(world, layout, name, args) not in heads[name]:
+            where = f" in world {world.name}" if world.name != "main" else ""
+            diags.warning(
+                span,
+                f"no learnable clause derives this positive example{where}: no candidate atom of {name} "
+                "that could hold there binds every head variable (is a constant misspelt, or in no fact?)",
+            )
+
+
 def examples(
     world: GroundWorld, layout: dict[str, RelationLayout], closed: set[str], diags: Diagnostics
 ) -> dict[str, np.ndarray]:
     """Example slots and 0/1 labels; closed-world predicates add every other atom as negative."""
-    position = world.positions
     labels: dict[int, tuple[bool, Span]] = {}
     for name, args, positive, span in world.examples:
-        entry = layout[name]
-        pos = tuple(position[t][c] for t, c in zip(entry.types, args, strict=True))
-        slot = entry.offset + (int(np.ravel_multi_index(pos, entry.shape)) if entry.shape else 0)
+        slot = example_slot(world, layout, name, args)
         if slot in labels and labels[slot][0] != positive:
             diags.error(span, f"example contradicts the one at {labels[slot][1]}")
         labels[slot] = (positive, span)
@@ -363,6 +395,9 @@ def lower(
         for p, (low, kept) in lowerings.items():
             arrays.update(low.arrays(kept))
             subst[p], pruned[p] = int(kept.size), int(low.total - kept.size)
+        dnf = [p for p, spec in checked.learned.items() if spec.form == "dnf"]  # a CNF has no safety gate
+        heads = {p: derivable_heads(checked.learned[p], inputs[p], arrays, learned) for p in dnf}
+        underivable(world, layout, heads, diags)
         arrays.update(labelled)
         out.append(WorldIR(world.name, atoms, layout, world.domains, subst, pruned, arrays))
     return {p: learned_ir(s, inputs[p], pruned[p]) for p, s in checked.learned.items()}, out

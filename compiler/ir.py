@@ -123,6 +123,7 @@ class CompiledProgram:
     dependencies: list[tuple[str, str, bool]]  # (body predicate, head predicate, through negation)
     worlds: list[WorldIR]
     types: dict[str, str] = field(default_factory=dict)  # type name -> base type (symbol or number)
+    warnings: list[str] = field(default_factory=list)  # rendered compile warnings (not saved)
 
     def summary(self) -> dict[str, Any]:
         """The figures ``nlndl compile`` prints (and ``--json`` emits)."""

@@ -144,6 +144,7 @@ def compile_command(
         program = compile_sketch(sketch, fact_dir, memory_limit=limit, steps=steps, background=tuple(background or ()))
     except CompileError as exc:
         _fail(exc.diagnostics.render())
+    _warn(program.warnings)
     summary = _save_and_summarise(program.summary(), output, program.save, json_summary)
     if not json_summary:
         learned = ", ".join(summary["learned"]) or "none"
@@ -178,9 +179,17 @@ def _compile_or_fail(
     from nlndl.compiler import CompileError, compile_sketch
 
     try:
-        return compile_sketch(sketch, fact_dir, steps=steps, background=tuple(background or ()))
+        program = compile_sketch(sketch, fact_dir, steps=steps, background=tuple(background or ()))
     except CompileError as exc:
         _fail(exc.diagnostics.render())
+    _warn(program.warnings)
+    return program
+
+
+def _warn(warnings: list[str]) -> None:
+    """Compile warnings on stderr; the command goes on."""
+    for warning in warnings:
+        typer.echo(warning, err=True)
 
 
 def _check_results_dir(out: Path, stem: str) -> None:

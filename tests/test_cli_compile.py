@@ -65,3 +65,20 @@ def test_memory_limit_flag():
     result = runner.invoke(app, ["compile", sketch, "--memory-limit", "1MiB"])
     assert result.exit_code == 1
     assert "error: the index arrays would take 5.3 MiB, over the limit of 1.0 MiB" in result.output
+
+
+def test_an_underivable_positive_example_is_warned_at_its_line(tmp_path):
+    # "zz" occurs in no fact: no safe clause binds p's head variable there; a typo the user should see
+    # before training, while the compile itself succeeds (exit 0)
+    sketch = tmp_path / "s.dl"
+    sketch.write_text(
+        '.decl e(a: symbol, b: symbol)\n.decl p(a: symbol)\ne("a","b"). e("b","c").\n.learn p(vars=2)\n'
+        '.pos p("a").\n.pos p("zz").\n.neg p("c").\n'
+    )
+    result = runner.invoke(app, ["compile", str(sketch)])
+    assert result.exit_code == 0, result.output
+    assert result.stderr.count("warning:") == 1
+    assert f"{sketch}:6:1: warning: no learnable clause derives this positive example" in result.stderr
+    assert '.pos p("zz").' in result.stderr
+    clean = runner.invoke(app, ["compile", str(ROOT / "examples/ilp/less_than/sketch.dl")])
+    assert clean.exit_code == 0 and "warning" not in clean.stderr
