@@ -1,8 +1,10 @@
-"""Progress reporting for long runs: a rich bar on a terminal, silence otherwise or with --quiet."""
+"""Progress reporting for long runs: a rich bar on a terminal; off a terminal (a log file) a bench prints
+one line per unit of work and a single training run stays silent; --quiet silences both."""
 
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -15,8 +17,18 @@ stderr = Console(stderr=True)
 @contextmanager
 def progress_bar(total: int, quiet: bool = False) -> Iterator[Callable[[str], None]]:
     """Yield ``tell(label)``: call it before each of ``total`` units of work."""
-    if quiet or not sys.stderr.isatty():
+    if quiet:
         yield lambda _label: None
+        return
+    if not sys.stderr.isatty():
+        started, count = time.perf_counter(), 0
+
+        def line(label: str) -> None:
+            nonlocal count
+            count += 1
+            print(f"[{count}/{total} {time.perf_counter() - started:7.1f} s] {label}", file=sys.stderr, flush=True)
+
+        yield line
         return
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=stderr, transient=True) as bar:

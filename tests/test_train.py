@@ -277,3 +277,12 @@ def test_bench_ilp_reports_verified_runs(tmp_path):
         assert {"name", "seeds", "solved", "median_seconds", "max_seconds", "rules"} <= row.keys()
         assert row["solved"] == 1 and row["rules"]
     assert "| Arithmetic/Predecessor | 100 | 100 | 1/1 |" in table.read_text(), "published rates from the bundled copy"
+
+
+def test_bench_ilp_logs_one_line_per_run_off_a_terminal(tmp_path):
+    result = runner.invoke(
+        app, ["bench", "ilp", "--tasks", "predecessor", "--seeds", "2", "--examples", str(ILP), "--max-iters", "40"]
+    )
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stderr.splitlines() if line.startswith("[")]
+    assert len(lines) == 2 and lines[0].startswith("[1/2") and lines[1].endswith("Arithmetic/Predecessor seed 1")
