@@ -1,5 +1,5 @@
 """Progress reporting for long runs: a rich bar on a terminal; off a terminal (a log file) a bench prints
-one line per unit of work and a single training run stays silent; --quiet silences both."""
+one line per unit of work and a training run one line every 30 s; --quiet silences both."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 stderr = Console(stderr=True)
+LOG_EVERY = 30.0  # seconds between a training run's progress lines off a terminal
 
 
 @contextmanager
@@ -47,9 +48,28 @@ def progress_bar(total: int, quiet: bool = False) -> Iterator[Callable[[str], No
 
 @contextmanager
 def training_bar(total: int, restarts: int, quiet: bool = False) -> Iterator[Callable]:
-    """Yield ``progress(state, losses)`` for the trainer: iteration, best loss, restarts replaced."""
-    if quiet or not sys.stderr.isatty():
+    """Yield ``progress(state, losses)`` for the trainer: iteration, best loss, restarts replaced (off a
+    terminal, a line every ``LOG_EVERY`` seconds)."""
+    if quiet:
         yield None
+        return
+
+    def describe(state, of: str = "") -> str:
+        return (
+            f"iter {state.iteration}{of}  best loss {state.best_loss:.4f}  {restarts} restarts "
+            f"({state.replaced} replaced, {state.renewed} renewed)"
+        )
+
+    if not sys.stderr.isatty():
+        last = 0.0
+
+        def log(state, losses) -> None:
+            nonlocal last
+            if state.seconds - last >= LOG_EVERY:
+                last = state.seconds
+                print(f"[{state.seconds:7.1f} s] {describe(state, f'/{total}')}", file=sys.stderr, flush=True)
+
+        yield log
         return
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=stderr, transient=True) as bar:
@@ -57,14 +77,7 @@ def training_bar(total: int, restarts: int, quiet: bool = False) -> Iterator[Cal
 
         def progress(state, losses) -> None:
             if state.iteration % 10 == 0:
-                bar.update(
-                    task,
-                    completed=state.iteration,
-                    description=(
-                        f"iter {state.iteration}  best loss {state.best_loss:.4f}  {restarts} restarts "
-                        f"({state.replaced} replaced, {state.renewed} renewed)"
-                    ),
-                )
+                bar.update(task, completed=state.iteration, description=describe(state))
 
         yield progress
 

@@ -286,3 +286,13 @@ def test_bench_ilp_logs_one_line_per_run_off_a_terminal(tmp_path):
     assert result.exit_code == 0, result.output
     lines = [line for line in result.stderr.splitlines() if line.startswith("[")]
     assert len(lines) == 2 and lines[0].startswith("[1/2") and lines[1].endswith("Arithmetic/Predecessor seed 1")
+
+
+def test_train_logs_progress_lines_off_a_terminal(tmp_path, monkeypatch):
+    monkeypatch.setattr("nlndl.progress.LOG_EVERY", 0.0)  # a line at every iteration
+    sketch = str(ILP / "predecessor" / "sketch.dl")
+    result = runner.invoke(app, ["train", sketch, "-D", str(tmp_path), "--max-iters", "5"])
+    lines = [line for line in result.stderr.splitlines() if line.startswith("[")]
+    assert lines and all("/5  best loss" in line for line in lines), result.stderr
+    quiet = runner.invoke(app, ["train", sketch, "-D", str(tmp_path / "q"), "--max-iters", "5", "--quiet"])
+    assert not [line for line in quiet.stderr.splitlines() if line.startswith("[")]
