@@ -265,6 +265,9 @@ class Lowering:
         return {f"{name}/gather": gather, f"{name}/scatter": scatter.astype(np.int64), f"{name}/ptr": ptr}
 
 
+MAX_WARNINGS = 5  # underivable positive examples reported per learned predicate and world
+
+
 def example_slot(world: GroundWorld, layout: dict[str, RelationLayout], name: str, args: tuple[int, ...]) -> int:
     """Where the ground atom name(args) lives in the world's valuation."""
     entry = layout[name]
@@ -272,7 +275,9 @@ def example_slot(world: GroundWorld, layout: dict[str, RelationLayout], name: st
     return entry.offset + (int(np.ravel_multi_index(pos, entry.shape)) if entry.shape else 0)
 
 
-def derivable_heads(spec: LearnSpec, inputs: list[InputAtom], arrays: dict[str, np.ndarray], learned: set[str]):
+def derivable_heads(
+    spec: LearnSpec, inputs: list[InputAtom], arrays: dict[str, np.ndarray], learned: set[str]
+) -> set[int]:
     """Head slots of ``spec`` that some safe clause could derive: at one of its kept substitutions, every head
     variable is in a candidate atom that holds there (an extensional fact) or may (a learned atom)."""
     p = spec.predicate
@@ -289,14 +294,23 @@ def underivable(
     world: GroundWorld, layout: dict[str, RelationLayout], heads: dict[str, set[int]], diags: Diagnostics
 ) -> None:
     """Warn of each positive example of a learned predicate that no safe clause the network can represent
-    derives (:func:`derivable_heads`): typically a constant that occurs in no fact."""
-    for name, args, positive, span in world.examples:
-        if positive and name in heads and example_slot(world, layout, name, args) not in heads[name]:
-            where = f" in world {world.name}" if world.name != "main" else ""
+    derives (:func:`derivable_heads`): typically a constant that occurs in no fact. The first
+    ``MAX_WARNINGS`` per predicate and world; the last of them counts the rest."""
+    missed = [
+        (name, span)
+        for name, args, positive, span in world.examples
+        if positive and name in heads and example_slot(world, layout, name, args) not in heads[name]
+    ]
+    where = f" in world {world.name}" if world.name != "main" else ""
+    for name in sorted({name for name, _ in missed}):
+        spans = [span for n, span in missed if n == name]
+        for i, span in enumerate(spans[:MAX_WARNINGS]):
+            more = len(spans) - MAX_WARNINGS
             diags.warning(
                 span,
                 f"no learnable clause derives this positive example{where}: no candidate atom of {name} "
-                "that could hold there binds every head variable (is a constant misspelt, or in no fact?)",
+                "that could hold there binds every head variable (is a constant misspelt, or in no fact?)"
+                + (f"; {more} more {name} example(s) like it" if i == MAX_WARNINGS - 1 and more > 0 else ""),
             )
 
 
