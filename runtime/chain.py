@@ -50,9 +50,7 @@ class ChainConfig:
 
     restarts: int | None = None  # None: auto_restarts(program), 64 for small programs, 32, 16 for large
     c: float = 2.0  # membership scale: m = sigmoid(c * w)
-    # c w ~ N(logit(1 / L), 2) for L candidate atoms: a term's memberships start summing to about 4-5 for
-    # L = 67-176 (w ~ N(-1, 1), the reference's, gave 15-40: terms that select many atoms at once)
-    inner_init: Init = field(default_factory=lambda: Init("negative", k=1, std=2.0))
+    inner_init: Init = field(default_factory=lambda: Init("normal", mean=-1.0, std=1.0))
     outer_init: Init = field(default_factory=lambda: Init("normal", mean=-1.0, std=1.0))
     aggregation: str = "or"  # over substitutions of one head atom: product OR or max
     amalgamation: str = "replace"  # new valuation vs old: replace (the reference's default), or, max

@@ -235,17 +235,3 @@ def test_negated_atoms_of_dependent_predicates_keep_membership_zero(tmp_path):
     model.losses().sum().backward()
     assert (function.inner.grad[..., banned] == 0).all() and function.inner.grad[..., allowed].abs().sum() > 0
     assert (function.memberships(threshold=0.5)[0][..., banned] == 0).all()
-
-
-def test_default_init_selects_a_few_candidate_atoms_per_term_however_many_there_are(tmp_path):
-    path = tmp_path / "s.dl"
-    path.write_text(
-        ".decl e(a: symbol, b: symbol)\n.decl m(a: symbol)\n.decl p(a: symbol, b: symbol)\n"
-        'e("x","y"). m("x").\n.learn p(vars=5)\n.pos p("x","y").\n'
-    )
-    program = compile_sketch(path)
-    width = len(program.learned["p"].inputs)
-    assert width > 50
-    inner, _ = ForwardChainer(program, ChainConfig(restarts=8)).functions["p"].memberships()
-    per_term = inner.sum(-1)  # N(-1, 1) weights would start each term at about width / 4.5
-    assert 2.0 < float(per_term.mean()) < 6.0 and width / 4.5 > 10.0
