@@ -37,6 +37,12 @@ runner = CliRunner()
         "dilp/fizz",
         "sibling",
         "largest",
+        "ancestor",
+        "odd",
+        "last",
+        "even_length",
+        "same_generation",
+        "divisible_by_3",
     ],
 )
 def test_task_is_learned_and_verified_by_clingo(task, tmp_path):
