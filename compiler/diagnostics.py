@@ -52,14 +52,9 @@ class Diagnostics:
         """A problem that does not stop compilation (the program may still not be learnable)."""
         self.items.append(Diagnostic(span, message, "warning"))
 
-    @property
-    def warnings(self) -> list[Diagnostic]:
-        return [d for d in self.items if d.severity == "warning"]
-
     def render_warnings(self) -> list[str]:
         """Each warning with its source line and caret, in source order."""
-        ordered = sorted(self.warnings, key=lambda d: (d.span.file, d.span.line, d.span.column, d.message))
-        return [d.render(self.sources) for d in ordered]
+        return self._rendered([d for d in self.items if d.severity == "warning"])
 
     @property
     def errors(self) -> list[Diagnostic]:
@@ -68,9 +63,12 @@ class Diagnostics:
     def __bool__(self) -> bool:
         return bool(self.errors)
 
+    def _rendered(self, items: list[Diagnostic]) -> list[str]:
+        ordered = sorted(items, key=lambda d: (d.span.file, d.span.line, d.span.column, d.message))
+        return [d.render(self.sources) for d in ordered]
+
     def render(self) -> str:
-        ordered = sorted(self.items, key=lambda d: (d.span.file, d.span.line, d.span.column, d.message))
-        parts = [d.render(self.sources) for d in ordered]
+        parts = self._rendered(self.items)
         count = len(self.errors)
         parts.append(f"{count} error{'s' if count != 1 else ''} generated")
         return "\n".join(parts)
