@@ -50,7 +50,8 @@ class ChainConfig:
 
     restarts: int | None = None  # None: auto_restarts(program), 64 for small programs, 32, 16 for large
     c: float = 2.0  # membership scale: m = sigmoid(c * w)
-    inner_init: Init = field(default_factory=lambda: Init("normal", mean=-1.0, std=1.0))
+    # conjunction weights N(-1, 1), the mean lowered on wide terms (over 17 inputs) to logit(2 / inputs) / c
+    inner_init: Init = field(default_factory=lambda: Init("negative", k=2, mean=-1.0, std=2.0))
     outer_init: Init = field(default_factory=lambda: Init("normal", mean=-1.0, std=1.0))
     aggregation: str = "or"  # over substitutions of one head atom: product OR or max
     amalgamation: str = "replace"  # new valuation vs old: replace (the reference's default), or, max

@@ -29,7 +29,7 @@ class Init:
         all others with membership ``off`` ("few memberships near 1, the rest near 0").
       - ``constant``: every w = ``mean`` (symmetric start; m = sigmoid(c * mean)).
       - ``negative``: c*w ~ N(logit(k / fan_in), std): a negative mean chosen from the layer's
-        fan-in so that about ``k`` inputs per neuron start selected (``mean`` is ignored).
+        fan-in so that about ``k`` inputs per neuron start selected; w's mean never above ``mean``.
     """
 
     kind: str = "normal"
@@ -72,7 +72,7 @@ def initialise(weight: torch.Tensor, init: Init, c: float, generator: torch.Gene
         values.fill_(init.mean)
     elif init.kind == "negative":
         target = min(0.5, max(init.k, 1) / max(fan_in, 1))
-        values.normal_(logit(target) / c, init.std / c, generator=generator)
+        values.normal_(min(init.mean, logit(target) / c), init.std / c, generator=generator)
     else:  # sparse
         values.fill_(logit(init.off) / c)
         k = min(init.k, fan_in)

@@ -1,6 +1,7 @@
 """DNF/CNF networks, initialisation, binarisation and read-back as formulas."""
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -23,6 +24,12 @@ def test_init_strategies():
     assert ((m > 0.5).sum(-1) == 2).all() and torch.allclose(m.max(), torch.tensor(0.9))
     initialise(w, Init("negative", k=1), c=1.0)
     assert 0.5 < (torch.sigmoid(w).sum(-1)).mean() < 2.5
+    # the chainer's default: mean -1 on narrow terms, logit(k / fan_in) / c where that is lower
+    narrow, wide = torch.empty(400, 10), torch.empty(400, 100)
+    for weight in (narrow, wide):
+        initialise(weight, Init("negative", k=2, mean=-1.0, std=2.0), c=2.0, generator=torch.Generator().manual_seed(0))
+    assert abs(narrow.mean() + 1.0) < 0.02 and abs(narrow.std() - 1.0) < 0.02
+    assert abs(wide.mean() - math.log(0.02 / 0.98) / 2) < 0.02
     assert Init.parse("sparse:k=3,on=0.6") == Init("sparse", k=3, on=0.6)
     with pytest.raises(ValueError):
         Init.parse("gaussian")
