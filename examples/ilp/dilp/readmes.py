@@ -1,8 +1,9 @@
 """Write each dILP task's README: data status, language bias, the known rule and the learned one.
 
 Run from the repository root after a benchmark:
-``python examples/ilp/dilp/readmes.py ../shared/spec/dilp_tasks.json results.json [the bench command]``
-(results.json from ``nlndl bench ilp --json``; the learned rules are those of seed 0).
+``python examples/ilp/dilp/readmes.py ../shared/spec/dilp_tasks.json results.json [the bench command
+[more.json "its command"]]`` (results.json from ``nlndl bench ilp --json``; the learned rules are those of
+seed 0; more.json: a second run of some tasks, e.g. without the time limit, reported after the first).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ sys.path.insert(0, str(HERE))
 from generate import UNFOLDED, slug  # noqa: E402
 
 COMMAND = ""  # the benchmark command that produced the results, when given as a third argument
+MORE: tuple[dict[str, dict], str] = ({}, "")  # a second run's rows by task name, and its command
 
 
 def readme(task: dict, row: dict | None, sketch: str) -> str:
@@ -80,6 +82,16 @@ def readme(task: dict, row: dict | None, sketch: str) -> str:
         + (f", measured by `{COMMAND}`." if COMMAND else "."),
         "",
     ]
+    more = MORE[0].get(task["name"])
+    if more is not None:
+        lines += [
+            f"In a second run, `{MORE[1]}`: solved in {more['solved']} of {more['seeds']} seeds (median "
+            f"{more['median_seconds']:.2f} s, max {more['max_seconds']:.2f} s, median {more['median_iterations']:g} "
+            "iterations).",
+            "",
+        ]
+        if more.get("first_seed_solved") and not row.get("first_seed_solved"):
+            lines += ["Seed 0 there, verified by clingo:", "", "```prolog", "\n".join(more["rules"]), "```", ""]
     return "\n".join(lines)
 
 
@@ -95,5 +107,7 @@ def main(spec: Path, results: Path) -> None:
 
 
 if __name__ == "__main__":
-    COMMAND = " ".join(sys.argv[3:])
+    COMMAND = sys.argv[3] if len(sys.argv) > 3 else ""
+    if len(sys.argv) > 5:
+        MORE = ({r["name"]: r for r in json.loads(Path(sys.argv[4]).read_text())["tasks"]}, sys.argv[5])
     main(Path(sys.argv[1]), Path(sys.argv[2]))
