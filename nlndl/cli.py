@@ -549,19 +549,21 @@ def bench_ilp(
     ] = None,
     max_iters: Annotated[int, typer.Option(min=1, help="Iteration limit per run.")] = 2000,
     time_limit: Annotated[float | None, typer.Option(min=0.0, help="Seconds per run.")] = None,
+    device: Annotated[str, typer.Option(help="cpu or cuda: where every run trains.")] = "cpu",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Every bundled ILP task from several seeds; a run counts only when clingo verifies its rules."""
     from nlndl.bench import ilp
 
     _check_outputs(json_path, markdown_path)
+    _check_device(device)
     if not examples.is_dir():
         _fail(f"{examples}: error: no such folder of ILP sketches (run from the repository or give --examples)")
     chosen = ilp.select(ilp.find_tasks(examples), tasks)
     if not chosen:
         _fail(f"error: no task matches {', '.join(tasks or [])}")
     with progress_bar(len(chosen) * seeds, quiet) as tell:
-        result = ilp.run(chosen, seeds, max_iters, time_limit, tell)
+        result = ilp.run(chosen, seeds, max_iters, time_limit, tell, device)
     table = ilp.markdown(result, ilp.published_rates(spec or examples / "dilp" / "published_rates.json"))
     typer.echo(table + f"\ntotal CPU time {result['cpu_seconds']:.1f} s")
     if json_path is not None:

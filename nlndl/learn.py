@@ -175,6 +175,11 @@ class Learner:
                 flags[p][i, terms] = True
         return flags
 
+    def sound(self, model: ForwardChainer, restarts: torch.Tensor) -> torch.Tensor:
+        """Whether each given restart's crisp program derives no negative example (on the compiled
+        substitutions): a stalled one is renewed again rather than drawn anew."""
+        return model.crisp_mistakes(self.config.threshold)[1].cpu()[restarts.cpu()] == 0
+
     def rules(self, model: ForwardChainer, restart: int, dropped: dict[str, list[int]] | None = None) -> list[Rule]:
         """The rules read from ``restart``'s memberships, without the ``dropped`` terms."""
         weights = memberships(model, restart)
@@ -207,7 +212,7 @@ def learn(
     learner = Learner(program, config)
     started = time.perf_counter()
     try:
-        winner = trainer.fit(learner.check, progress, learner.harmful)
+        winner = trainer.fit(learner.check, progress, learner.harmful, learner.sound)
     except KeyboardInterrupt:
         if checkpoint is not None:
             trainer.save(checkpoint)

@@ -32,6 +32,7 @@ class TrainConfig:
     weight_limit: float = 20.0
     patience: int = 400  # a restart that has not improved (see replace_stalled) for this long starts anew
     renew_terms: bool = True  # a stalled restart first re-draws only some of its terms (see replace_stalled)
+    renew_sound: bool = True  # ... and again, however often, while its clauses derive no negative example
 
 
 @dataclass
@@ -47,6 +48,8 @@ class TrainState:
 CheckFn = Callable[[ForwardChainer, torch.Tensor], int | None]
 # per learned predicate, the terms (len(restarts), T) of the given restarts that do more harm than good
 HarmfulFn = Callable[[ForwardChainer, torch.Tensor], dict[str, torch.Tensor]]
+# per given restart, whether its (crisp) clauses derive no negative example
+SoundFn = Callable[[ForwardChainer, torch.Tensor], torch.Tensor]
 ProgressFn = Callable[[TrainState, torch.Tensor], None]
 
 
@@ -64,6 +67,7 @@ class Trainer:
         self.restart_since = torch.zeros(k, dtype=torch.long)  # iteration of the last real improvement
         self.restart_renewed = torch.zeros(k, dtype=torch.bool)  # some terms re-drawn since the last full draw
         self.harmful: HarmfulFn | None = None
+        self.sound: SoundFn | None = None
 
     def learning_rate(self) -> float:
         return self.config.lr if self.state.iteration < self.config.lr_switch else self.config.lr_late
@@ -116,7 +120,10 @@ class Trainer:
     def replace_stalled(self, losses: torch.Tensor, fitted: torch.Tensor) -> None:
         """Start anew every restart stuck on a plateau that still misclassifies an example. With ``renew_terms``,
         a restart first gets only its renewable terms re-drawn (:meth:`renewable_terms`), once per full draw,
-        where it keeps some: the clauses that help stay, and fresh terms look for the examples still wrong."""
+        where it keeps some: the clauses that help stay, and fresh terms look for the examples still wrong.
+        With ``renew_sound``, a restart whose clauses derive no negative example (``sound``) is renewed again
+        at each stall: clauses that only derive true atoms belong to some complete program (a DNF only adds
+        what its clauses derive), so only the missing clauses are sought, not the ones it has."""
         losses = torch.nan_to_num(losses.cpu(), nan=float("inf"))
         # progress: fewer misclassified examples, or a loss at least 5% below the best so far (a loss that
         # only creeps down while the same examples stay wrong is a plateau)
@@ -128,7 +135,10 @@ class Trainer:
         if not stalled.any():
             return
         restarts = torch.nonzero(stalled).flatten()
-        fresh = restarts[~self.restart_renewed[restarts]]
+        again = self.restart_renewed[restarts]
+        if self.config.renew_sound and self.sound is not None and again.any():
+            again[again.clone()] = ~self.sound(self.model, restarts[again]).cpu()
+        fresh = restarts[~again]
         if self.config.renew_terms and fresh.numel():
             renewable = self.renewable_terms(fresh)
             some = torch.stack([u.any(-1) for u in renewable.values()]).any(0)
@@ -165,11 +175,18 @@ class Trainer:
         self.max_error = self.max_error.detach().cpu()
         return losses.detach().cpu()
 
-    def fit(self, check: CheckFn, progress: ProgressFn | None = None, harmful: HarmfulFn | None = None) -> int | None:
+    def fit(
+        self,
+        check: CheckFn,
+        progress: ProgressFn | None = None,
+        harmful: HarmfulFn | None = None,
+        sound: SoundFn | None = None,
+    ) -> int | None:
         """Train until ``check`` names a winning restart or a limit is reached; returns the winner. ``harmful``
-        names terms that a stalled restart re-draws besides its unused ones."""
+        names terms that a stalled restart re-draws besides its unused ones; ``sound``, the restarts renewed
+        again (see :meth:`replace_stalled`)."""
         cfg = self.config
-        self.harmful = harmful
+        self.harmful, self.sound = harmful, sound
         start = time.perf_counter() - self.state.seconds
         while self.state.iteration < cfg.max_iters:
             losses = self.step()

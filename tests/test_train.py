@@ -153,6 +153,26 @@ def test_a_stalled_restart_renews_its_unused_terms_once_then_starts_anew():
     assert not torch.equal(function.inner[0, 0], renewed[0, 0]) and not trainer.restart_renewed[0]
 
 
+@pytest.mark.parametrize("sound", [True, False])
+def test_a_renewed_restart_whose_clauses_derive_no_negative_is_renewed_again(sound):
+    program = api.compile(ILP / "less_than" / "sketch.dl")
+    model = ForwardChainer(program, ChainConfig(restarts=1))
+    trainer = Trainer(model, TrainConfig(seed=0, patience=5))
+    trainer.sound = lambda model, restarts: torch.full((len(restarts),), sound)
+    (function,) = model.functions.values()
+    for iteration in (10, 20, 30):
+        with torch.no_grad():
+            function.outer[:, 0], function.outer[:, 1:] = 3.0, -3.0  # term 0 in use, the others not
+        kept = function.inner[0, 0].detach().clone()
+        trainer.state.iteration = iteration
+        trainer.wrong = trainer.restart_wrong = trainer.restart_best = torch.ones(1)  # no progress
+        trainer.replace_stalled(torch.ones(1), fitted=torch.tensor([False]))
+        if iteration == 10 or sound:  # the first stall renews; later ones renew only a sound restart
+            assert torch.equal(function.inner[0, 0], kept) and trainer.restart_renewed[0]
+    renewals = 3 if sound else 2  # not sound: drawn anew at 20, so renewed again at 30
+    assert (trainer.state.renewed, trainer.state.replaced) == (renewals, 3 - renewals)
+
+
 def test_stalled_restarts_re_draw_the_terms_that_derive_negatives_or_do_nothing():
     program = api.compile(ILP / "less_than" / "sketch.dl")
     model = ForwardChainer(program, ChainConfig(restarts=1))
@@ -277,12 +297,23 @@ def test_bench_ilp_reports_verified_runs(tmp_path):
         ],
     )
     assert result.exit_code == 0, result.output
-    rows = {r["name"]: r for r in json.loads(out.read_text())["tasks"]}
+    report = json.loads(out.read_text())
+    assert report["device"] == "cpu"
+    rows = {r["name"]: r for r in report["tasks"]}
     assert set(rows) == {"Arithmetic/Predecessor", "Graph/Undirected Edge"}
     for row in rows.values():
         assert {"name", "seeds", "solved", "median_seconds", "max_seconds", "rules"} <= row.keys()
         assert row["solved"] == 1 and row["rules"]
     assert "| Arithmetic/Predecessor | 100 | 100 | 1/1 |" in table.read_text(), "published rates from the bundled copy"
+
+
+def test_bench_ilp_refuses_a_device_it_cannot_use(tmp_path):
+    args = ["bench", "ilp", "--tasks", "predecessor", "--examples", str(ILP), "--json", str(tmp_path / "r.json")]
+    assert runner.invoke(app, [*args, "--device", "tpu"]).exit_code == 2
+    if not torch.cuda.is_available():
+        result = runner.invoke(app, [*args, "--device", "cuda"])
+        assert result.exit_code == 1 and "no CUDA device is available" in result.output
+    assert not (tmp_path / "r.json").exists()
 
 
 def test_bench_ilp_logs_one_line_per_run_off_a_terminal(tmp_path):

@@ -86,10 +86,11 @@ def run(
     max_iters: int,
     time_limit: float | None,
     progress: Callable[[str], None] | None = None,
+    device: str = "cpu",
 ) -> dict[str, Any]:
-    """Every task from seeds 0..seeds-1. A chained task first learns the task it builds on from the same
-    seed (reusing that run when the benchmark has it) and counts as unsolved where that one failed; its
-    time is its own training only."""
+    """Every task from seeds 0..seeds-1 on ``device``. A chained task first learns the task it builds on from
+    the same seed (reusing that run when the benchmark has it) and counts as unsolved where that one failed;
+    its time is its own training only."""
     rows = []
     started = time.process_time()
     done: dict[tuple[str, int], tuple[CompiledProgram, LearnResult]] = {}
@@ -98,7 +99,7 @@ def run(
         for seed in range(seeds):
             if progress:
                 progress(f"{task.name} seed {seed}")
-            results.append(_train(task, seed, max_iters, time_limit, done))
+            results.append(_train(task, seed, max_iters, time_limit, done, device))
         seconds = [r.seconds for r in results]
         rows.append(
             {
@@ -118,7 +119,7 @@ def run(
                 "failures": [{"seed": i, "accuracy": r.score.to_json()} for i, r in enumerate(results) if not r.solved],
             }
         )
-    return {"tasks": rows, "cpu_seconds": time.process_time() - started}
+    return {"tasks": rows, "cpu_seconds": time.process_time() - started, "device": device}
 
 
 def _train(
@@ -127,13 +128,14 @@ def _train(
     max_iters: int,
     time_limit: float | None,
     done: dict[tuple[str, int], tuple[CompiledProgram, LearnResult]],
+    device: str = "cpu",
 ) -> LearnResult:
     if (task.name, seed) in done:
         return done[(task.name, seed)][1]
     background: tuple[Path, ...] = ()
     with tempfile.TemporaryDirectory() as tmp:
         if task.after is not None:
-            _train(task.after, seed, max_iters, time_limit, done)
+            _train(task.after, seed, max_iters, time_limit, done, device)
             first_program, first = done[(task.after.name, seed)]
             if not first.solved:  # nothing to build on: no rules, every positive example missed
                 program = api.compile(task.sketch)
@@ -144,7 +146,7 @@ def _train(
             path.write_text(souffle_text(first_program, first.rules, str(task.after.sketch)))
             background = (path,)
         program = api.compile(task.sketch, background=background)
-        result = api.train(program, seed=seed, max_iters=max_iters, time_limit=time_limit)
+        result = api.train(program, seed=seed, max_iters=max_iters, time_limit=time_limit, device=device)
     done[(task.name, seed)] = (program, result)
     return result
 

@@ -11,17 +11,28 @@ from __future__ import annotations
 import json
 import re
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 from generate import UNFOLDED, slug  # noqa: E402
 
-COMMAND = ""  # the benchmark command that produced the results, when given as a third argument
-MORE: tuple[dict[str, dict], str] = ({}, "")  # a second run's rows by task name, and its command
+
+@dataclass
+class Run:
+    """One benchmark run's rows by task name, and the command that produced them ("" if not given)."""
+
+    rows: dict[str, dict] = field(default_factory=dict)
+    command: str = ""
+
+    @classmethod
+    def read(cls, results: Path, command: str = "") -> Run:
+        return cls({r["name"]: r for r in json.loads(results.read_text())["tasks"]}, command)
 
 
-def readme(task: dict, row: dict | None, sketch: str) -> str:
+def readme(task: dict, row: dict | None, sketch: str, command: str = "", more: Run | None = None) -> str:
+    """The task's README from its spec entry, its row of the first run (``command``), and a second run."""
     learn = [line for line in sketch.splitlines() if line.startswith(".learn")]
     header = [line[3:] for line in sketch.splitlines()[:3] if line.startswith("// ")]
     unfolded = task["name"] in UNFOLDED
@@ -79,35 +90,34 @@ def readme(task: dict, row: dict | None, sketch: str) -> str:
         "",
         f"Solved in {row['solved']} of {row['seeds']} seeds (median {row['median_seconds']:.2f} s, "
         f"max {row['max_seconds']:.2f} s, median {row['median_iterations']:g} iterations)"
-        + (f", measured by `{COMMAND}`." if COMMAND else "."),
+        + (f", measured by `{command}`." if command else "."),
         "",
     ]
-    more = MORE[0].get(task["name"])
-    if more is not None:
+    second = more.rows.get(task["name"]) if more is not None else None
+    if second is not None:
         lines += [
-            f"In a second run, `{MORE[1]}`: solved in {more['solved']} of {more['seeds']} seeds (median "
-            f"{more['median_seconds']:.2f} s, max {more['max_seconds']:.2f} s, median {more['median_iterations']:g} "
-            "iterations).",
+            f"In a second run, `{more.command}`: solved in {second['solved']} of {second['seeds']} seeds "
+            f"(median {second['median_seconds']:.2f} s, max {second['max_seconds']:.2f} s, "
+            f"median {second['median_iterations']:g} iterations).",
             "",
         ]
-        if more.get("first_seed_solved") and not row.get("first_seed_solved"):
-            lines += ["Seed 0 there, verified by clingo:", "", "```prolog", "\n".join(more["rules"]), "```", ""]
+        if second.get("first_seed_solved") and not row.get("first_seed_solved"):
+            lines += ["Seed 0 there, verified by clingo:", "", "```prolog", "\n".join(second["rules"]), "```", ""]
     return "\n".join(lines)
 
 
-def main(spec: Path, results: Path) -> None:
-    rows = {r["name"]: r for r in json.loads(results.read_text())["tasks"]}
+def main(spec: Path, first: Run, more: Run | None = None) -> None:
     for task in json.loads(spec.read_text()):
         folder = HERE / slug(task["name"])
         if not (folder / "sketch.dl").exists():
             continue
-        text = readme(task, rows.get(task["name"]), (folder / "sketch.dl").read_text())
+        sketch = (folder / "sketch.dl").read_text()
+        text = readme(task, first.rows.get(task["name"]), sketch, first.command, more)
         (folder / "README.md").write_text(re.sub(r"\n{3,}", "\n\n", text))
         print(f"wrote {(folder / 'README.md').relative_to(HERE)}")
 
 
 if __name__ == "__main__":
-    COMMAND = sys.argv[3] if len(sys.argv) > 3 else ""
-    if len(sys.argv) > 5:
-        MORE = ({r["name"]: r for r in json.loads(Path(sys.argv[4]).read_text())["tasks"]}, sys.argv[5])
-    main(Path(sys.argv[1]), Path(sys.argv[2]))
+    args = sys.argv[1:]
+    first = Run.read(Path(args[1]), args[2] if len(args) > 2 else "")
+    main(Path(args[0]), first, Run.read(Path(args[3]), args[4]) if len(args) > 4 else None)
