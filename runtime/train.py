@@ -135,10 +135,10 @@ class Trainer:
         if not stalled.any():
             return
         restarts = torch.nonzero(stalled).flatten()
-        again = self.restart_renewed[restarts]
-        if self.config.renew_sound and self.sound is not None and again.any():
-            again[again.clone()] = ~self.sound(self.model, restarts[again]).cpu()
-        fresh = restarts[~again]
+        spent = self.restart_renewed[restarts]  # renewed since their last full draw: drawn anew, unless sound
+        if self.config.renew_sound and self.sound is not None and spent.any():
+            spent[spent.clone()] = ~self.sound(self.model, restarts[spent]).cpu()
+        fresh = restarts[~spent]
         if self.config.renew_terms and fresh.numel():
             renewable = self.renewable_terms(fresh)
             some = torch.stack([u.any(-1) for u in renewable.values()]).any(0)
