@@ -114,6 +114,17 @@ class Learner:
         self.program, self.config = program, config
         self.best: tuple[float, list[Rule], Score | None] | None = None  # score None: not yet evaluated
         self.tried: set[tuple[str, ...]] = set()  # rule sets already scored
+        self.counted: tuple[tuple[int, ...], tuple[torch.Tensor, torch.Tensor]] | None = None  # see mistakes
+
+    def mistakes(self, model: ForwardChainer) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per restart (on the CPU), the positive examples its crisp program misses and the negative ones it
+        derives; one batched crisp pass per state of the weights, since ``check``, ``sound`` and ``harmful``
+        read the same programs between two steps (the key: the parameters' in-place version counters)."""
+        key = tuple(param._version for param in model.parameters())
+        if self.counted is None or self.counted[0] != key:
+            missed, derived = model.crisp_mistakes(self.config.threshold)
+            self.counted = (key, (missed.cpu(), derived.cpu()))
+        return self.counted[1]
 
     def candidate(self, model: ForwardChainer, restart: int) -> tuple[list[Rule], Score]:
         rules = self.rules(model, restart)
@@ -126,7 +137,8 @@ class Learner:
         the others, and those that dropping leaves with none misclassified, have their rules extracted,
         evaluated by the crisp evaluator, simplified and verified by clingo."""
         threshold = self.config.threshold
-        grid_wrong = model.crisp_wrong(threshold).cpu()
+        missed, derived = self.mistakes(model)
+        grid_wrong = missed + derived
         examples = sum(int(w.example_slots.numel()) for w in model.worlds)
         order = torch.argsort(torch.nan_to_num(losses, nan=float("inf"))).tolist()
         misses = sorted((r for r in order if grid_wrong[r] > 0), key=lambda r: float(grid_wrong[r]))
@@ -163,7 +175,7 @@ class Learner:
         restart re-draws: those that :func:`drop_terms` switches off when neutral drops count (without them it
         misclassifies no more examples), and those it drops to derive fewer negative examples."""
         threshold = self.config.threshold
-        missed, derived = (count.cpu() for count in model.crisp_mistakes(threshold))
+        missed, derived = self.mistakes(model)
         grid_wrong = missed + derived
         flags = {p: torch.zeros(len(restarts), f.ir.terms, dtype=torch.bool) for p, f in model.functions.items()}
         for i, restart in enumerate(restarts.tolist()):
@@ -178,7 +190,7 @@ class Learner:
     def sound(self, model: ForwardChainer, restarts: torch.Tensor) -> torch.Tensor:
         """Whether each given restart's crisp program derives no negative example (on the compiled
         substitutions): a stalled one is renewed again rather than drawn anew."""
-        return model.crisp_mistakes(self.config.threshold)[1].cpu()[restarts.cpu()] == 0
+        return self.mistakes(model)[1][restarts.cpu()] == 0
 
     def rules(self, model: ForwardChainer, restart: int, dropped: dict[str, list[int]] | None = None) -> list[Rule]:
         """The rules read from ``restart``'s memberships, without the ``dropped`` terms."""

@@ -153,6 +153,21 @@ def test_a_stalled_restart_renews_its_unused_terms_once_then_starts_anew():
     assert not torch.equal(function.inner[0, 0], renewed[0, 0]) and not trainer.restart_renewed[0]
 
 
+def test_the_learner_counts_crisp_mistakes_once_per_state_of_the_weights():
+    program = api.compile(ILP / "less_than" / "sketch.dl")
+    config = LearnConfig(chain=ChainConfig(restarts=4))
+    model = ForwardChainer(program, config.chain)
+    trainer, learner = Trainer(model, config.train), Learner(program, config)
+    first = learner.mistakes(model)
+    assert learner.mistakes(model) is first  # the same weights: no second crisp pass
+    for _ in range(30):
+        trainer.step()
+    counts = learner.mistakes(model)
+    assert counts is not first
+    for ours, fresh in zip(counts, model.crisp_mistakes(config.threshold), strict=True):
+        assert torch.equal(ours, fresh.cpu())
+
+
 @pytest.mark.parametrize("sound", [True, False])
 def test_a_renewed_restart_whose_clauses_derive_no_negative_is_renewed_again(sound):
     program = api.compile(ILP / "less_than" / "sketch.dl")

@@ -27,14 +27,14 @@ from nlndl.runtime.train import TrainConfig, Trainer
 def settings(pairs: list[str]) -> tuple[dict, dict]:
     """ChainConfig and TrainConfig overrides from KEY=VALUE strings, typed as the field's default."""
     chain, train = {}, {}
-    chain_fields = {f.name for f in fields(ChainConfig)}
+    chain_fields, train_fields = ({f.name for f in fields(c)} for c in (ChainConfig, TrainConfig))
     for pair in pairs:
         key, _, value = pair.partition("=")
         if key.endswith("_init"):
             chain[key] = Init.parse(value)
         elif key in chain_fields:
             chain[key] = type(getattr(ChainConfig(), key))(value)
-        elif key in {f.name for f in fields(TrainConfig)}:
+        elif key in train_fields:
             train[key] = type(getattr(TrainConfig(), key))(value)
         else:
             raise SystemExit(f"error: --set {pair}: no ChainConfig or TrainConfig field {key!r}")
