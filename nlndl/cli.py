@@ -20,6 +20,8 @@ from nlndl.allocator import keep_freed_memory
 from nlndl.output import OutputError, check_replaceable_program, check_writable, write_bytes_atomic, write_json
 from nlndl.progress import progress_bar, status_line
 
+MAX_ITERS = 4000  # TrainConfig.max_iters, written out so that --help does not import torch
+
 app = typer.Typer(
     name="nlndl",
     no_args_is_help=True,
@@ -217,7 +219,7 @@ def train_command(
     output_dir: Annotated[
         Path, typer.Option("-D", "--output-dir", help="Where to write <name>.dl, <name>.lp and <name>.json.")
     ] = Path("nlndl-out"),
-    seed: Annotated[int, typer.Option(help="Random seed (same seed, same result on CPU).")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="Random seed (same seed, same result on CPU).")] = 0,
     restarts: Annotated[
         int | None,
         typer.Option(
@@ -226,7 +228,7 @@ def train_command(
             "64,000, 32 up to 256,000, else 16).",
         ),
     ] = None,
-    max_iters: Annotated[int, typer.Option(min=1, help="Iteration limit.")] = 2000,
+    max_iters: Annotated[int, typer.Option(min=1, help="Iteration limit.")] = MAX_ITERS,
     time_limit: Annotated[float | None, typer.Option(min=0.0, help="Wall-clock limit in seconds.")] = None,
     steps: Annotated[int | None, typer.Option(min=1, help="Forward-chaining steps (default: the sketch's).")] = None,
     device: Annotated[str, typer.Option(help="cpu or cuda (the same code runs on both).")] = "cpu",
@@ -416,11 +418,11 @@ def ldpc_train(
     decoder: Annotated[DecoderKind, typer.Option(help="Node functions: NLN layers or MLPs.")] = DecoderKind.nln,
     matrix: MatrixOption = None,
     generate: Annotated[str, typer.Option(help="Code to train on when no --matrix: N,DV,DC.")] = "48,3,6",
-    code_seed: Annotated[int, typer.Option(help="Seed of --generate.")] = 0,
+    code_seed: Annotated[int, typer.Option(min=0, help="Seed of --generate.")] = 0,
     steps: Annotated[int, typer.Option(min=1, help="Training steps (Adam).")] = 1500,
     batch: Annotated[int, typer.Option(min=1, help="Codewords per step.")] = 64,
     iterations: Annotated[int, typer.Option(min=1, help="Message-passing iterations while training.")] = 3,
-    seed: Annotated[int, typer.Option(help="Seed of the weights and the training codewords.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the weights and the training codewords.")] = 0,
     lr: Annotated[
         float | None, typer.Option(min=1e-9, help="Adam's learning rate (default: nln 0.03, mlp 0.01).")
     ] = None,
@@ -464,11 +466,11 @@ def ldpc_eval(
     decoder_dir: Annotated[Path, typer.Argument(help="A directory written by `nlndl ldpc train`.")],
     matrix: MatrixOption = None,
     generate: Annotated[str, typer.Option(help="Code to decode when no --matrix: N,DV,DC.")] = "48,3,6",
-    code_seed: Annotated[int, typer.Option(help="Seed of --generate.")] = 0,
+    code_seed: Annotated[int, typer.Option(min=0, help="Seed of --generate.")] = 0,
     eps: Annotated[str, typer.Option(help="Erasure probabilities, comma-separated.")] = "0.3,0.4",
     iterations: Annotated[str, typer.Option(help="Iteration counts t, comma-separated.")] = "1,2,3,5,10,20,50",
     codewords: Annotated[int, typer.Option(min=1, help="Random codewords per erasure probability.")] = 2000,
-    seed: Annotated[int, typer.Option(help="Seed of the test codewords and erasures.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the test codewords and erasures.")] = 0,
     json_summary: Annotated[bool, typer.Option("--json", help="Print the rows as one JSON object.")] = False,
 ) -> None:
     """BER and WER of a trained decoder, BP and ML on the same random codewords."""
@@ -510,7 +512,7 @@ def ldpc_compile(
     generate: Annotated[
         str | None, typer.Option(help="Generate a regular code instead: N,DV,DC (e.g. 48,3,6).")
     ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of --generate.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of --generate.")] = 0,
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Save the Tanner graph here.")] = None,
     json_summary: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON object.")] = False,
 ) -> None:
@@ -547,7 +549,7 @@ def bench_ilp(
         Path | None,
         typer.Option(help="dilp_tasks.json for the published rates; default: the copy in EXAMPLES/dilp."),
     ] = None,
-    max_iters: Annotated[int, typer.Option(min=1, help="Iteration limit per run.")] = 2000,
+    max_iters: Annotated[int, typer.Option(min=1, help="Iteration limit per run.")] = MAX_ITERS,
     time_limit: Annotated[float | None, typer.Option(min=0.0, help="Seconds per run.")] = None,
     device: Annotated[str, typer.Option(help="cpu or cuda: where every run trains.")] = "cpu",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,

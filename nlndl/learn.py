@@ -71,40 +71,73 @@ def memberships(model: ForwardChainer, restart: int) -> dict[str, tuple[np.ndarr
     return out
 
 
+@dataclass
+class Drops:
+    """What the finishing step switched off in one restart's crisp program, per learned predicate: whole
+    clauses (DNF terms) and single body atoms (term, input column) of the clauses kept."""
+
+    terms: dict[str, list[int]] = field(default_factory=dict)
+    atoms: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return any(self.terms.values()) or any(self.atoms.values())
+
+
 @torch.no_grad()
-def drop_terms(
-    model: ForwardChainer, restart: int, threshold: float, left: int, neutral: bool = False, negatives: bool = False
-) -> tuple[dict[str, list[int]], int]:
-    """DNF terms (clauses) of ``restart``'s crisp program to switch off, one at a time while a drop lowers
-    the examples it misclassifies on the compiled substitutions (``left`` of them to begin with, as
-    ``crisp_wrong`` counted): the reference's finishing step (a membership cut where the loss barely
-    rises), read crisply. With ``neutral``, also drops that leave the count as it is; with ``negatives``,
-    the count is of the negative examples derived only (``left`` too). Every candidate drop is one slot of
-    a batched crisp pass. Returns the dropped terms per predicate and the count left."""
-    keep = {
-        p: (f.memberships(threshold)[1][restart] > 0).to(torch.float32)
-        for p, f in model.functions.items()
-        if f.ir.form == "dnf"
-    }
-    dropped: dict[str, list[int]] = {p: [] for p in keep}
+def drop_parts(
+    model: ForwardChainer,
+    restart: int,
+    threshold: float,
+    left: int,
+    neutral: bool = False,
+    negatives: bool = False,
+    atoms: bool = False,
+) -> tuple[Drops, int]:
+    """Clauses of ``restart``'s crisp program to switch off, one at a time while a drop lowers the examples
+    it misclassifies on the compiled substitutions (``left`` of them to begin with, as ``crisp_wrong``
+    counted): the reference's finishing step (a membership cut where the loss barely rises), read crisply.
+    With ``atoms``, a body atom of a kept clause is a candidate drop too: a clause that holds one atom too
+    many misses positives in the crisp reading while the fuzzy one, an OR over many substitutions of a
+    term at about 0.5, already fits them, so no gradient removes it. With ``neutral``, also drops that
+    leave the count as it is; with ``negatives``, the count is of the negative examples derived only
+    (``left`` too). Every candidate drop is one slot of a batched crisp pass. Returns the drops and the
+    count left."""
+    crisp = {p: f.memberships(threshold) for p, f in model.functions.items() if f.ir.form == "dnf"}
+    keep = {p: (outer[restart] > 0).to(torch.float32) for p, (_, outer) in crisp.items()}
+    body = {p: (inner[restart] > 0).to(torch.float32) for p, (inner, _) in crisp.items()}
+    drops = Drops({p: [] for p in keep}, {p: [] for p in keep})
     rows = torch.tensor([restart], device=model.worlds[0].valuation.device)
     while left or neutral:
-        options = [(p, t) for p, k in keep.items() for t in torch.nonzero(k).flatten().tolist()]
+        options: list[tuple[str, int, int | None]] = []
+        for p, k in keep.items():
+            for t in torch.nonzero(k).flatten().tolist():
+                options.append((p, t, None))
+                if atoms:
+                    options.extend((p, t, a) for a in torch.nonzero(body[p][t]).flatten().tolist())
         if not options:
             break
-        masks = {p: k.expand(len(options), -1).clone() for p, k in keep.items()}
-        for i, (p, t) in enumerate(options):
-            masks[p][i, t] = 0.0
-        variants = Variants(rows.expand(len(options)), masks)
+        terms = {p: k.expand(len(options), -1).clone() for p, k in keep.items()}
+        inputs = {p: b.expand(len(options), -1, -1).clone() for p, b in body.items()}
+        for i, (p, t, a) in enumerate(options):
+            if a is None:
+                terms[p][i, t] = 0.0
+            else:
+                inputs[p][i, t, a] = 0.0
+        variants = Variants(rows.expand(len(options)), terms, inputs if atoms else {})
         wrong = model.crisp_mistakes(threshold, variants)[1] if negatives else model.crisp_wrong(threshold, variants)
         best = int(torch.argmin(wrong))
         if wrong[best] > left or (wrong[best] == left and not neutral):
             break
-        p, t = options[best]
-        keep[p][t] = 0.0
-        dropped[p].append(t)
+        p, t, a = options[best]
+        if a is None:
+            keep[p][t] = 0.0
+            drops.terms[p].append(t)
+        else:
+            body[p][t, a] = 0.0
+            drops.atoms[p].append((t, a))
         left = int(wrong[best])
-    return {p: terms for p, terms in dropped.items() if terms}, left
+    kept = Drops({p: ts for p, ts in drops.terms.items() if ts}, {p: xs for p, xs in drops.atoms.items() if xs})
+    return kept, left
 
 
 class Learner:
@@ -133,20 +166,22 @@ class Learner:
     def check(self, model: ForwardChainer, losses: torch.Tensor) -> int | None:
         """A winning restart, if any. Restarts whose crisp program misclassifies an example on the compiled
         substitutions (one batched forward pass) are only remembered, by that count, except the
-        ``PRUNED_PER_CHECK`` with the fewest, whose superfluous clauses are dropped (:func:`drop_terms`);
-        the others, and those that dropping leaves with none misclassified, have their rules extracted,
+        ``PRUNED_PER_CHECK`` with the fewest and the ``PRUNED_PER_CHECK`` with the lowest loss, whose
+        superfluous clauses and body atoms are dropped (:func:`drop_parts`); the others, and those that
+        dropping leaves with none misclassified, have their rules extracted,
         evaluated by the crisp evaluator, simplified and verified by clingo."""
         threshold = self.config.threshold
         missed, derived = self.mistakes(model)
         grid_wrong = missed + derived
         examples = sum(int(w.example_slots.numel()) for w in model.worlds)
         order = torch.argsort(torch.nan_to_num(losses, nan=float("inf"))).tolist()
-        misses = sorted((r for r in order if grid_wrong[r] > 0), key=lambda r: float(grid_wrong[r]))
-        near = set(misses[:PRUNED_PER_CHECK])
+        misses = [r for r in order if grid_wrong[r] > 0]  # by loss
+        fewest = sorted(misses, key=lambda r: float(grid_wrong[r]))[:PRUNED_PER_CHECK]
+        near = set(fewest) | set(misses[:PRUNED_PER_CHECK])
         for restart in order:
-            wrong, dropped = int(grid_wrong[restart]), {}
+            wrong, dropped = int(grid_wrong[restart]), Drops()
             if restart in near:
-                dropped, wrong = drop_terms(model, restart, threshold, wrong)
+                dropped, wrong = drop_parts(model, restart, threshold, wrong, atoms=True)
             if wrong:
                 accuracy = 1.0 - wrong / max(examples, 1)
                 if self.best is None or accuracy > self.best[0]:
@@ -172,18 +207,18 @@ class Learner:
 
     def harmful(self, model: ForwardChainer, restarts: torch.Tensor) -> dict[str, torch.Tensor]:
         """Per learned predicate, the terms (len(restarts), T) of each restart's crisp program that a stalled
-        restart re-draws: those that :func:`drop_terms` switches off when neutral drops count (without them it
+        restart re-draws: those that :func:`drop_parts` switches off when neutral drops count (without them it
         misclassifies no more examples), and those it drops to derive fewer negative examples."""
         threshold = self.config.threshold
         missed, derived = self.mistakes(model)
         grid_wrong = missed + derived
         flags = {p: torch.zeros(len(restarts), f.ir.terms, dtype=torch.bool) for p, f in model.functions.items()}
         for i, restart in enumerate(restarts.tolist()):
-            dropped, _ = drop_terms(model, restart, threshold, int(grid_wrong[restart]), neutral=True)
-            for p, terms in dropped.items():
+            dropped, _ = drop_parts(model, restart, threshold, int(grid_wrong[restart]), neutral=True)
+            for p, terms in dropped.terms.items():
                 flags[p][i, terms] = True
-            dropped, _ = drop_terms(model, restart, threshold, int(derived[restart]), negatives=True)
-            for p, terms in dropped.items():
+            dropped, _ = drop_parts(model, restart, threshold, int(derived[restart]), negatives=True)
+            for p, terms in dropped.terms.items():
                 flags[p][i, terms] = True
         return flags
 
@@ -192,11 +227,15 @@ class Learner:
         substitutions): a stalled one is renewed again rather than drawn anew."""
         return self.mistakes(model)[1][restarts.cpu()] == 0
 
-    def rules(self, model: ForwardChainer, restart: int, dropped: dict[str, list[int]] | None = None) -> list[Rule]:
-        """The rules read from ``restart``'s memberships, without the ``dropped`` terms."""
+    def rules(self, model: ForwardChainer, restart: int, dropped: Drops | None = None) -> list[Rule]:
+        """The rules read from ``restart``'s memberships, without the ``dropped`` clauses and body atoms."""
         weights = memberships(model, restart)
-        for p, terms in (dropped or {}).items():
+        dropped = dropped or Drops()
+        for p, terms in dropped.terms.items():
             weights[p][1][terms] = 0.0
+        for p, atoms in dropped.atoms.items():
+            for t, a in atoms:
+                weights[p][0][t, a] = 0.0
         return extract(self.program, weights, self.config.threshold)
 
     def best_rules(self, model: ForwardChainer) -> tuple[list[Rule], Score]:

@@ -119,10 +119,12 @@ def _second(terms: torch.Tensor, outer: torch.Tensor, form: str, gate: torch.Ten
 @dataclass
 class Variants:
     """Programs to run in place of the K restarts: slot i runs restart ``rows[i]`` with the DNF terms where
-    ``keep[p][i]`` is 0 switched off (a clause dropped); predicates absent from ``keep`` keep every term."""
+    ``keep[p][i]`` is 0 switched off (a clause dropped) and the inputs where ``body[p][i]`` is 0 left out of
+    their terms (a body atom dropped); predicates absent from ``keep`` or ``body`` keep every term or atom."""
 
     rows: torch.Tensor  # (V,) restart indices
     keep: dict[str, torch.Tensor]  # predicate -> (V, terms) of 0/1
+    body: dict[str, torch.Tensor] = field(default_factory=dict)  # predicate -> (V, terms, inputs) of 0/1
 
 
 @dataclass
@@ -299,6 +301,8 @@ class PredicateFunction(nn.Module):
             inner, outer = (inner > threshold).to(inner.dtype), (outer > threshold).to(outer.dtype)
         if variants is not None and self.ir.predicate in variants.keep:
             outer = outer * variants.keep[self.ir.predicate]
+        if variants is not None and self.ir.predicate in variants.body:
+            inner = inner * variants.body[self.ir.predicate]
         return inner, outer
 
     def crisp_factors(self, crisp: torch.Tensor) -> torch.Tensor:

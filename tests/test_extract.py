@@ -1,5 +1,6 @@
-"""Reading rules back from a near-miss: a clause that derives only negatives is dropped (the reference's
-finishing step), found by batched crisp passes over the compiled substitutions."""
+"""Reading rules back from a near-miss: a clause that derives only negatives, or a body atom that keeps a
+clause from its positives, is dropped (the reference's finishing step), found by batched crisp passes over
+the compiled substitutions."""
 
 from pathlib import Path
 
@@ -7,7 +8,7 @@ import torch
 
 from nlndl import api
 from nlndl.extract import render
-from nlndl.learn import LearnConfig, Learner, drop_terms
+from nlndl.learn import Drops, LearnConfig, Learner, drop_parts
 from nlndl.runtime.chain import ChainConfig, ForwardChainer
 
 LENGTH = Path(__file__).parent.parent / "examples" / "ilp" / "dilp" / "length" / "sketch.dl"
@@ -39,7 +40,7 @@ def model_with(clauses: list[list[tuple[str, tuple[int, ...]]]]) -> tuple[Forwar
 def test_a_clause_that_only_derives_negatives_is_dropped():
     model, program = model_with(KNOWN + [SPARE])
     assert int(model.crisp_wrong(0.5)[0]) == 1
-    assert drop_terms(model, 0, 0.5, 1) == ({"target": [2]}, 0)
+    assert drop_parts(model, 0, 0.5, 1) == (Drops({"target": [2]}), 0)
     learner = Learner(program, LearnConfig())
     assert learner.check(model, model.losses().detach()) == 0
     rules, score = learner.best_rules(model)
@@ -51,4 +52,20 @@ def test_a_clause_that_derives_positives_stays():
     # value(A, B) derives four positives and two negatives: dropping it would cost more than it saves
     model, _ = model_with([KNOWN[0], [("value", (A, B))]])
     wrong = int(model.crisp_wrong(0.5)[0])
-    assert drop_terms(model, 0, 0.5, wrong) == ({}, wrong)
+    assert drop_parts(model, 0, 0.5, wrong) == (Drops(), wrong)
+
+
+def test_a_body_atom_that_keeps_a_clause_from_its_positives_is_dropped():
+    # the base case with value(A, B) too derives nothing ("0" has no value), so target("0", "0") and every
+    # length built on it are missed; without value(A, B) the program is the known solution
+    model, program = model_with([KNOWN[0] + [("value", (A, B))], KNOWN[1]])
+    wrong = int(model.crisp_wrong(0.5)[0])
+    assert wrong > 0
+    assert drop_parts(model, 0, 0.5, wrong) == (Drops(), wrong)  # dropping whole clauses does not help
+    value = [(a.predicate, a.vars) for a in model.functions["target"].ir.inputs].index(("value", (A, B)))
+    assert drop_parts(model, 0, 0.5, wrong, atoms=True) == (Drops(atoms={"target": [(0, value)]}), 0)
+    learner = Learner(program, LearnConfig())
+    assert learner.check(model, model.losses().detach()) == 0
+    rules, score = learner.best_rules(model)
+    assert score.solved
+    assert "target(A, B) :- zero(A), zero(B)." in [render(r) for r in rules]

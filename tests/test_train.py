@@ -9,11 +9,11 @@ import torch
 from typer.testing import CliRunner
 
 from nlndl import api
-from nlndl.cli import ClassWeight, app
+from nlndl.cli import MAX_ITERS, ClassWeight, app
 from nlndl.compiler.crisp import evaluate
 from nlndl.compiler.symbols import SymbolTable
 from nlndl.engines import clingo_model
-from nlndl.learn import LearnConfig, Learner, drop_terms, learn
+from nlndl.learn import Drops, LearnConfig, Learner, drop_parts, learn
 from nlndl.runtime.adam import Adam
 from nlndl.runtime.chain import CLASS_WEIGHTS, ChainConfig, ForwardChainer, auto_restarts
 from nlndl.runtime.train import TrainConfig, Trainer
@@ -209,7 +209,7 @@ def test_stalled_restarts_re_draw_the_terms_that_derive_negatives_or_do_nothing(
     missed, derived = model.crisp_mistakes(0.5)
     assert (int(missed[0]), int(derived[0])) == (0, 18)  # lt(i + 1, i) and, through the recursion, lt(i, i)
     # dropping the recursion would derive fewer negatives too (9), dropping the culprit none
-    assert drop_terms(model, 0, 0.5, 18, negatives=True) == ({"lt": [2]}, 0)
+    assert drop_parts(model, 0, 0.5, 18, negatives=True) == (Drops({"lt": [2]}), 0)
     flags = Learner(program, LearnConfig()).harmful(model, torch.tensor([0]))
     assert flags["lt"].tolist() == [[False, False, True, True]]
 
@@ -228,6 +228,10 @@ def test_unsolved_run_exits_1_with_best_rules(tmp_path):
     )
     chosen = auto_restarts(api.compile(ILP / "even" / "sketch.dl"))
     assert f"3 iterations, {chosen} restarts, seed 0" in default.output
+
+
+def test_cli_iteration_limit_is_the_runtimes():
+    assert TrainConfig().max_iters == MAX_ITERS
 
 
 def test_cli_class_weights_are_the_runtimes():
@@ -264,6 +268,7 @@ def test_bad_flags_and_inputs(tmp_path):
     assert runner.invoke(app, ["train", str(tmp_path / "missing.dl")]).exit_code == 2
     assert runner.invoke(app, ["train", sketch, "--device", "tpu"]).exit_code == 2
     assert runner.invoke(app, ["train", sketch, "--class-weight", "inverse"]).exit_code == 2
+    assert runner.invoke(app, ["train", sketch, "--seed", "-1"]).exit_code == 2
     bad = tmp_path / "bad.dl"
     bad.write_text('.decl e(a: symbol)\ne("x"\n')
     result = runner.invoke(app, ["train", str(bad)])

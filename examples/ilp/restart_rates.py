@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 
 from nlndl import api
+from nlndl.allocator import keep_freed_memory
 from nlndl.runtime.chain import ChainConfig, ForwardChainer
 from nlndl.runtime.init import Init
 from nlndl.runtime.train import TrainConfig, Trainer
@@ -81,6 +82,7 @@ def main() -> None:
     parser.add_argument("--set", dest="pairs", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--json", type=Path, help="append the result line to this file")
     args = parser.parse_args()
+    keep_freed_memory()  # this script owns its process: the CLI's allocator setting, the CLI's speed
     row = rate(args.sketch, args.restarts, args.iters, args.seed, args.device, args.pairs)
     line = json.dumps(row)
     print(line, flush=True)
