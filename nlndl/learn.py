@@ -79,9 +79,6 @@ class Drops:
     terms: dict[str, list[int]] = field(default_factory=dict)
     atoms: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
 
-    def __bool__(self) -> bool:
-        return any(self.terms.values()) or any(self.atoms.values())
-
 
 @torch.no_grad()
 def drop_parts(
@@ -105,7 +102,7 @@ def drop_parts(
     crisp = {p: f.memberships(threshold) for p, f in model.functions.items() if f.ir.form == "dnf"}
     keep = {p: (outer[restart] > 0).to(torch.float32) for p, (_, outer) in crisp.items()}
     body = {p: (inner[restart] > 0).to(torch.float32) for p, (inner, _) in crisp.items()}
-    drops = Drops({p: [] for p in keep}, {p: [] for p in keep})
+    drops = Drops()
     rows = torch.tensor([restart], device=model.worlds[0].valuation.device)
     while left or neutral:
         options: list[tuple[str, int, int | None]] = []
@@ -117,13 +114,13 @@ def drop_parts(
         if not options:
             break
         terms = {p: k.expand(len(options), -1).clone() for p, k in keep.items()}
-        inputs = {p: b.expand(len(options), -1, -1).clone() for p, b in body.items()}
+        inputs = {p: b.expand(len(options), -1, -1).clone() for p, b in body.items()} if atoms else {}
         for i, (p, t, a) in enumerate(options):
             if a is None:
                 terms[p][i, t] = 0.0
             else:
                 inputs[p][i, t, a] = 0.0
-        variants = Variants(rows.expand(len(options)), terms, inputs if atoms else {})
+        variants = Variants(rows.expand(len(options)), terms, inputs)
         wrong = model.crisp_mistakes(threshold, variants)[1] if negatives else model.crisp_wrong(threshold, variants)
         best = int(torch.argmin(wrong))
         if wrong[best] > left or (wrong[best] == left and not neutral):
@@ -131,13 +128,12 @@ def drop_parts(
         p, t, a = options[best]
         if a is None:
             keep[p][t] = 0.0
-            drops.terms[p].append(t)
+            drops.terms.setdefault(p, []).append(t)
         else:
             body[p][t, a] = 0.0
-            drops.atoms[p].append((t, a))
+            drops.atoms.setdefault(p, []).append((t, a))
         left = int(wrong[best])
-    kept = Drops({p: ts for p, ts in drops.terms.items() if ts}, {p: xs for p, xs in drops.atoms.items() if xs})
-    return kept, left
+    return drops, left
 
 
 class Learner:
