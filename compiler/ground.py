@@ -262,7 +262,12 @@ class Lowering:
         counts = np.bincount(scatter - entry.offset, minlength=entry.size)
         ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         name = self.spec.predicate
-        return {f"{name}/gather": gather, f"{name}/scatter": scatter.astype(np.int64), f"{name}/ptr": ptr}
+        return {
+            f"{name}/gather": gather,
+            f"{name}/scatter": scatter.astype(np.int64),
+            f"{name}/ptr": ptr,
+            f"{name}/grid": kept[order],  # each substitution's flat index in the grid of its variables' domains
+        }
 
 
 MAX_WARNINGS = 5  # underivable positive examples reported per learned predicate and world
@@ -389,12 +394,12 @@ def lower(
                 )
                 return {}, []
             lowerings[p] = (low, low.kept(demanded if p in unread else None))
-            estimate += lowerings[p][1].size * (len(inputs[p]) + 1) * 8
+            estimate += lowerings[p][1].size * (len(inputs[p]) + 2) * 8
         plans.append((world, layout, atoms, values, lowerings, labelled))
     if estimate > memory_limit:
         worst = max(
             checked.learned.values(),
-            key=lambda s: sum(pl[4][s.predicate][1].size for pl in plans) * (len(inputs[s.predicate]) + 1),
+            key=lambda s: sum(pl[4][s.predicate][1].size for pl in plans) * (len(inputs[s.predicate]) + 2),
         )
         diags.error(
             worst.span,

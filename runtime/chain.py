@@ -17,6 +17,7 @@ from torch import nn
 
 from nlndl.compiler.ir import CompiledProgram, LearnedIR
 from nlndl.runtime.fused import log_none
+from nlndl.runtime.grid import ColumnGrid, column_grid
 from nlndl.runtime.init import Init, initialise
 from nlndl.runtime.layers import conjunction, disjunction
 from nlndl.runtime.message_passing import MessagePassing
@@ -155,7 +156,24 @@ class Prepared:
         return self.outer if self.gate is None else self.outer * self.gate
 
 
-def split_nln_forward(fuzzy: torch.Tensor, prep: Prepared, form: str) -> torch.Tensor:
+@dataclass
+class GridInputs:
+    """The fuzzy columns of one step not gathered but read from the valuation ``x`` (K, atoms) by ``grid``
+    (see :mod:`nlndl.runtime.grid`); only under the power form, where they enter a weighted sum alone."""
+
+    x: torch.Tensor
+    grid: ColumnGrid
+
+
+Fuzzy = torch.Tensor | GridInputs  # gathered fuzzy columns (K, Lf, S), or where to read them
+
+
+def has_fuzzy(fuzzy: Fuzzy) -> bool:
+    """Whether the predicate reads any fuzzy (learned) column."""
+    return isinstance(fuzzy, GridInputs) or fuzzy.shape[-2] > 0
+
+
+def split_nln_forward(fuzzy: Fuzzy, prep: Prepared, form: str) -> torch.Tensor:
     """:func:`nln_forward` with the candidate columns split into crisp (extensional: exactly 0 or 1) and
     fuzzy ones. For crisp x the first level's product is exp of a matrix product, since
     1 - m (1 - x) = (1 - m)^(1 - x) and 1 - m x = (1 - m)^x at x in {0, 1} (``prep.base_exponent``).
@@ -166,24 +184,24 @@ def split_nln_forward(fuzzy: torch.Tensor, prep: Prepared, form: str) -> torch.T
         return -torch.expm1(split_dnf_log_none(fuzzy, prep))
     exponent = _first_exponent(fuzzy, prep, form)
     keep = torch.exp(exponent)  # prod (1 - m x) over the inputs
-    if fuzzy.shape[-2] and prep.log_keep_fuzzy is None:
+    if has_fuzzy(fuzzy) and prep.log_keep_fuzzy is None:
         keep = keep * (1.0 - disjunction(fuzzy.mT, prep.inner_fuzzy.unsqueeze(1)))
     return _second(1.0 - keep, prep.outer, form, prep.gate)
 
 
-def split_dnf_log_none(fuzzy: torch.Tensor, prep: Prepared) -> torch.Tensor:
+def split_dnf_log_none(fuzzy: Fuzzy, prep: Prepared) -> torch.Tensor:
     """log(1 - F) per substitution (K, S) of a DNF's :func:`split_nln_forward`: what the OR over a head
     atom's substitutions sums (:func:`nlndl.runtime.scatter.scatter_or_logs`)."""
     exponent = _first_exponent(fuzzy, prep, "dnf")
-    if fuzzy.shape[-2] and prep.log_keep_fuzzy is None:  # the product form: its fuzzy factors are not powers
+    if has_fuzzy(fuzzy) and prep.log_keep_fuzzy is None:  # the product form: its fuzzy factors are not powers
         terms = torch.exp(exponent) * conjunction(fuzzy.mT, prep.inner_fuzzy.unsqueeze(1))
         return log_not(terms * prep.scale.unsqueeze(1)).sum(-1)
-    return log_none(exponent, prep.scale, cap=prep.log_keep_fuzzy is not None and fuzzy.shape[-2] > 0)
+    return log_none(exponent, prep.scale, cap=prep.log_keep_fuzzy is not None and has_fuzzy(fuzzy))
 
 
-def _first_exponent(fuzzy: torch.Tensor, prep: Prepared, form: str) -> torch.Tensor:
+def _first_exponent(fuzzy: Fuzzy, prep: Prepared, form: str) -> torch.Tensor:
     """The log of each first-level term's product (K, S, T): crisp columns, plus fuzzy ones under the power form."""
-    if prep.log_keep_fuzzy is None or not fuzzy.shape[-2]:
+    if prep.log_keep_fuzzy is None or not has_fuzzy(fuzzy):
         return prep.base_exponent.mT
     # (K, T, Lf) @ (K, Lf, S) with the long side (S) last, which BLAS runs several times faster than
     # (S, Lf) @ (Lf, T) for few terms T (per iteration: Length 164 -> 128 ms, Addition 252 -> 211,
@@ -191,7 +209,10 @@ def _first_exponent(fuzzy: torch.Tensor, prep: Prepared, form: str) -> torch.Ten
     # so neither the product nor its gradient needs a transposed copy. DNF: (1 - x) @ W = colsum(W) -
     # x @ W (colsum is in the base), without a tensor 1 - x; the sign goes on the small factor.
     logs = -prep.log_keep_fuzzy if form == "dnf" else prep.log_keep_fuzzy
-    exponent = torch.baddbmm(prep.base_exponent, logs, fuzzy).mT
+    if isinstance(fuzzy, GridInputs):
+        exponent = fuzzy.grid.weighted(fuzzy.x, logs, prep.base_exponent).mT
+    else:
+        exponent = torch.baddbmm(prep.base_exponent, logs, fuzzy).mT
     if form != "dnf":  # the DNF's cap at 0 is part of log_none's autograd node
         exponent = exponent.clamp(max=0.0)  # <= 0 exactly; rounding must not lift a term above 1
     return exponent
@@ -335,15 +356,15 @@ class PredicateFunction(nn.Module):
             base = base + fuzzy.sum(-1, keepdim=True)
         return Prepared(base, inner[..., self.fuzzy_columns], outer, gate, fuzzy, rows)
 
-    def forward(self, fuzzy: torch.Tensor, prep: Prepared) -> torch.Tensor:
-        """Gathered fuzzy candidate atoms, column-major (K, Lf, S) -> (K, S) value of F_p."""
-        if self.ir.negation:
+    def forward(self, fuzzy: Fuzzy, prep: Prepared) -> torch.Tensor:
+        """Gathered fuzzy candidate atoms, column-major (K, Lf, S), or where to read them -> (K, S) value of F_p."""
+        if self.ir.negation and isinstance(fuzzy, torch.Tensor):
             fuzzy = torch.cat([fuzzy, 1.0 - fuzzy], dim=-2)
         return prep.spread(split_nln_forward(fuzzy, prep, self.ir.form))
 
-    def log_none(self, fuzzy: torch.Tensor, prep: Prepared) -> torch.Tensor:
+    def log_none(self, fuzzy: Fuzzy, prep: Prepared) -> torch.Tensor:
         """log(1 - F_p) (K, S) of a DNF, for the OR over substitutions without an exp and a log between."""
-        if self.ir.negation:
+        if self.ir.negation and isinstance(fuzzy, torch.Tensor):
             fuzzy = torch.cat([fuzzy, 1.0 - fuzzy], dim=-2)
         return prep.spread(split_dnf_log_none(fuzzy, prep))
 
@@ -356,6 +377,10 @@ class ChainStep(MessagePassing):
         self.function, self.amalgamation = function, amalgamation
 
     prepared: Prepared | None = None  # set by ForwardChainer.run for the duration of a run
+
+    def gather(self, x: torch.Tensor, index: torch.Tensor | ColumnGrid) -> Fuzzy:
+        """The fuzzy columns: gathered by an index (Lf, S), or, for a :class:`ColumnGrid`, read in the product."""
+        return GridInputs(x, index) if isinstance(index, ColumnGrid) else super().gather(x, index)
 
     def message(self, gathered: torch.Tensor) -> torch.Tensor:
         return self.function(gathered, self.prepared)
@@ -421,6 +446,13 @@ class WorldTensors(nn.Module):
             local = world.scatter(p) - world.layout[p].offset
             self.register_buffer(f"scatter_{p}", torch.from_numpy(local.copy()), persistent=False)
             self.ranges[p] = (world.layout[p].offset, world.layout[p].size)
+            grid = column_grid(function.ir, function.fuzzy_inputs, world, function.ir.terms) if function.power else None
+            self.add_module(f"grid_{p}", grid)
+
+    def fuzzy_columns(self, predicate: str) -> torch.Tensor | ColumnGrid:
+        """How a step reads the predicate's fuzzy columns: its grid where it has one, else the gather index."""
+        grid = getattr(self, f"grid_{predicate}")
+        return grid if grid is not None else getattr(self, f"gather_fuzzy_{predicate}")
 
 
 class ForwardChainer(nn.Module):
@@ -462,7 +494,7 @@ class ForwardChainer(nn.Module):
             for p in self.order:
                 offset, size = world.ranges[p]
                 old = x[:, offset : offset + size]
-                index = getattr(world, f"gather_fuzzy_{p}")
+                index = world.fuzzy_columns(p)
                 new = self.steps_[p].propagate(x, index, getattr(world, f"scatter_{p}"), size, old)
                 if threshold is not None:
                     new = (new > 0.5).to(new.dtype)

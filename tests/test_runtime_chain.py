@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nlndl.compiler import compile_sketch
-from nlndl.runtime import chain
+from nlndl.runtime import chain, grid
 from nlndl.runtime.chain import CLASS_WEIGHTS, RESTART_TIERS, ChainConfig, ForwardChainer, auto_restarts
 from nlndl.runtime.dense import dense_run
 from nlndl.runtime.fused import log_none
@@ -60,8 +60,14 @@ def test_sparse_equals_dense(tmp_path_factory, data):
         amalgamation=amalgamation,
         fuzzy=data.draw(st.sampled_from(["power", "product"])),
     )
-    # the crisp first level on distinct rows (every time) or on every substitution (never)
-    with patch.object(chain, "DISTINCT_ROWS_SHARE", data.draw(st.sampled_from([0.0, 1.0]))):
+    # the crisp first level on distinct rows (every time) or on every substitution (never); the fuzzy
+    # columns read from the substitution grid (every time it applies) or gathered (never)
+    grid_share = data.draw(st.sampled_from([0.0, float("inf")]))
+    with (
+        patch.object(chain, "DISTINCT_ROWS_SHARE", data.draw(st.sampled_from([0.0, 1.0]))),
+        patch.object(grid, "GRID_SHARE", grid_share),
+        patch.object(grid, "MIN_GATHER_WORK", 0),
+    ):
         model = ForwardChainer(program, config).double()
     for world in model.worlds:
         world.valuation = world.valuation.double()
