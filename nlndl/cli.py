@@ -552,6 +552,12 @@ def bench_ilp(
     max_iters: Annotated[int, typer.Option(min=1, help="Iteration limit per run.")] = MAX_ITERS,
     time_limit: Annotated[float | None, typer.Option(min=0.0, help="Seconds per run.")] = None,
     device: Annotated[str, typer.Option(help="cpu or cuda: where every run trains.")] = "cpu",
+    jobs: Annotated[
+        int,
+        typer.Option(
+            min=1, help="Runs at a time, in worker processes sharing the CPU threads; results do not depend on it."
+        ),
+    ] = 1,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Every bundled ILP task from several seeds; a run counts only when clingo verifies its rules."""
@@ -565,7 +571,7 @@ def bench_ilp(
     if not chosen:
         _fail(f"error: no task matches {', '.join(tasks or [])}")
     with progress_bar(len(chosen) * seeds, quiet) as tell:
-        result = ilp.run(chosen, seeds, max_iters, time_limit, tell, device)
+        result = ilp.run(chosen, seeds, max_iters, time_limit, tell, device, jobs)
     table = ilp.markdown(result, ilp.published_rates(spec or examples / "dilp" / "published_rates.json"))
     typer.echo(table + f"\ntotal CPU time {result['cpu_seconds']:.1f} s")
     if json_path is not None:

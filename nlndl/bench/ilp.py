@@ -6,10 +6,12 @@ the arithmetic examples under ``examples/ilp/``. One sketch and one setting per 
 
 from __future__ import annotations
 
+import os
 import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -87,19 +89,26 @@ def run(
     time_limit: float | None,
     progress: Callable[[str], None] | None = None,
     device: str = "cpu",
+    jobs: int = 1,
 ) -> dict[str, Any]:
     """Every task from seeds 0..seeds-1 on ``device``. A chained task first learns the task it builds on from
     the same seed (reusing that run when the benchmark has it) and counts as unsolved where that one failed;
-    its time is its own training only."""
-    rows = []
+    its time is its own training only. With ``jobs`` > 1, runs go to that many worker processes, each with
+    its share of the CPU threads; a seed's result does not depend on it."""
     started = time.process_time()
-    done: dict[tuple[str, int], tuple[CompiledProgram, LearnResult]] = {}
+    if jobs > 1:
+        found, cpu = _run_parallel(tasks, seeds, max_iters, time_limit, progress, device, jobs)
+    else:
+        found, cpu = {}, 0.0
+        done: dict[tuple[str, int], tuple[CompiledProgram, LearnResult]] = {}
+        for task in tasks:
+            for seed in range(seeds):
+                if progress:
+                    progress(f"{task.name} seed {seed}")
+                found[(task.name, seed)] = _train(task, seed, max_iters, time_limit, done, device)
+    rows = []
     for task in tasks:
-        results = []
-        for seed in range(seeds):
-            if progress:
-                progress(f"{task.name} seed {seed}")
-            results.append(_train(task, seed, max_iters, time_limit, done, device))
+        results = [found[(task.name, seed)] for seed in range(seeds)]
         seconds = [r.seconds for r in results]
         rows.append(
             {
@@ -119,7 +128,72 @@ def run(
                 "failures": [{"seed": i, "accuracy": r.score.to_json()} for i, r in enumerate(results) if not r.solved],
             }
         )
-    return {"tasks": rows, "cpu_seconds": time.process_time() - started, "device": device}
+    return {"tasks": rows, "cpu_seconds": time.process_time() - started + cpu, "device": device, "jobs": jobs}
+
+
+def units(tasks: list[Task]) -> list[list[Task]]:
+    """The tasks in units of work that share nothing: a chained task with the task it builds on where both
+    are benchmarked (one worker learns both from a seed, the second on the first's rules), others alone."""
+    out: list[list[Task]] = []
+    for task in tasks:
+        home = next((u for u in out if task.after is not None and task.after in u), None)
+        if home is not None:
+            home.append(task)
+        else:
+            out.append([task])
+    return out
+
+
+def _run_parallel(
+    tasks: list[Task],
+    seeds: int,
+    max_iters: int,
+    time_limit: float | None,
+    progress: Callable[[str], None] | None,
+    device: str,
+    jobs: int,
+) -> tuple[dict[tuple[str, int], LearnResult], float]:
+    """Every (unit, seed) in a pool of ``jobs`` processes; the results and the workers' CPU seconds."""
+    import multiprocessing
+
+    threads = max(1, len(os.sched_getaffinity(0)) // jobs) if hasattr(os, "sched_getaffinity") else 1
+    found: dict[tuple[str, int], LearnResult] = {}
+    cpu = 0.0
+    context = multiprocessing.get_context("spawn")  # no fork of a process that holds torch's thread pools
+    with ProcessPoolExecutor(jobs, mp_context=context, initializer=_start_worker, initargs=(threads,)) as pool:
+        pending = {
+            pool.submit(_run_unit, unit, seed, max_iters, time_limit, device): (unit, seed)
+            for seed in range(seeds)
+            for unit in units(tasks)
+        }
+        for future in as_completed(pending):
+            unit, seed = pending[future]
+            results, seconds = future.result()
+            cpu += seconds
+            for task, result in zip(unit, results, strict=True):
+                found[(task.name, seed)] = result
+                if progress:
+                    progress(f"{task.name} seed {seed} {'solved' if result.solved else 'unsolved'}")
+    return found, cpu
+
+
+def _start_worker(threads: int) -> None:
+    import torch
+
+    from nlndl.allocator import keep_freed_memory
+
+    keep_freed_memory()  # as the CLI does for its own process
+    torch.set_num_threads(threads)
+
+
+def _run_unit(
+    unit: list[Task], seed: int, max_iters: int, time_limit: float | None, device: str
+) -> tuple[list[LearnResult], float]:
+    """One unit's tasks from one seed, in a worker: their results and the CPU seconds they took."""
+    started = time.process_time()
+    done: dict[tuple[str, int], tuple[CompiledProgram, LearnResult]] = {}
+    results = [_train(task, seed, max_iters, time_limit, done, device) for task in unit]
+    return results, time.process_time() - started
 
 
 def _train(
