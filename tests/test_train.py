@@ -9,6 +9,7 @@ import torch
 from typer.testing import CliRunner
 
 from nlndl import api
+from nlndl.bench import ilp
 from nlndl.cli import MAX_ITERS, ClassWeight, app
 from nlndl.compiler.crisp import evaluate
 from nlndl.compiler.symbols import SymbolTable
@@ -353,3 +354,31 @@ def test_train_logs_progress_lines_off_a_terminal(tmp_path, monkeypatch):
     assert lines and all("/5  best loss" in line for line in lines), result.stderr
     quiet = runner.invoke(app, ["train", sketch, "-D", str(tmp_path / "q"), "--max-iters", "5", "--quiet"])
     assert not [line for line in quiet.stderr.splitlines() if line.startswith("[")]
+
+
+def test_bench_ilp_jobs_run_in_workers_with_the_same_results(tmp_path):
+    """--jobs 2 trains in two worker processes: the same rules, iterations and verdicts as one process."""
+    reports = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"jobs{jobs}.json"
+        args = ["bench", "ilp", "--tasks", "predecessor", "--tasks", "Graph/Undirected Edge", "--seeds", "2"]
+        result = runner.invoke(app, [*args, "--examples", str(ILP), "--jobs", jobs, "--json", str(out)])
+        assert result.exit_code == 0, result.output
+        reports.append(json.loads(out.read_text()))
+        lines = [line for line in result.stderr.splitlines() if line.startswith("[")]
+        assert len(lines) == 4, result.stderr  # a line per run off a terminal, in either mode
+    one, two = reports
+    assert two["jobs"] == 2 and two["cpu_seconds"] > 0
+    keys = ("name", "solved", "median_iterations", "rules", "failures")
+    assert [{k: r[k] for k in keys} for r in one["tasks"]] == [{k: r[k] for k in keys} for r in two["tasks"]]
+
+
+def test_bench_ilp_units_keep_a_chain_in_one_worker():
+    tasks = ilp.find_tasks(ILP)
+    chosen = ilp.select(tasks, ["predecessor", "Addition", "Multiplication"])
+    assert [[t.name for t in u] for u in ilp.units(chosen)] == [
+        ["Arithmetic/Predecessor"],
+        ["Addition", "Multiplication"],
+    ]
+    # without Addition benchmarked, Multiplication's worker learns it from the same seed on its own
+    assert [[t.name for t in u] for u in ilp.units(ilp.select(tasks, ["Multiplication"]))] == [["Multiplication"]]
