@@ -571,7 +571,9 @@ def bench_ilp(
     if not chosen:
         _fail(f"error: no task matches {', '.join(tasks or [])}")
     with progress_bar(len(chosen) * seeds, quiet) as tell:
-        result = ilp.run(chosen, seeds, max_iters, time_limit, tell, device, jobs)
+        # the JSON is rewritten after every run, so that an interrupted benchmark keeps what it finished
+        checkpoint = (lambda report: write_json(json_path, report)) if json_path is not None else None
+        result = ilp.run(chosen, seeds, max_iters, time_limit, tell, device, jobs, checkpoint)
     table = ilp.markdown(result, ilp.published_rates(spec or examples / "dilp" / "published_rates.json"))
     typer.echo(table + f"\ntotal CPU time {result['cpu_seconds']:.1f} s")
     if json_path is not None:

@@ -368,9 +368,25 @@ def test_bench_ilp_jobs_run_in_workers_with_the_same_results(tmp_path):
         lines = [line for line in result.stderr.splitlines() if line.startswith("[")]
         assert len(lines) == 4, result.stderr  # a line per run off a terminal, in either mode
     one, two = reports
-    assert two["jobs"] == 2 and two["cpu_seconds"] > 0
+    assert two["jobs"] == 2 and two["cpu_seconds"] > 0 and one["complete"] and two["complete"]
     keys = ("name", "solved", "median_iterations", "rules", "failures")
     assert [{k: r[k] for k in keys} for r in one["tasks"]] == [{k: r[k] for k in keys} for r in two["tasks"]]
+    runs = ("task", "seed", "solved", "iterations", "rules", "accuracy")
+    assert [{k: r[k] for k in runs} for r in one["runs"]] == [{k: r[k] for k in runs} for r in two["runs"]]
+    assert len(one["runs"]) == 4
+
+
+def test_bench_ilp_reports_each_run_as_it_finishes():
+    """The checkpoint (what --json is rewritten with) has every run so far, and a task's row once all its
+    seeds have run: an interrupted benchmark keeps what it finished."""
+    tasks = ilp.select(ilp.find_tasks(ILP), ["predecessor", "Graph/Undirected Edge"])
+    reports = []
+    final = ilp.run(tasks, 2, 200, None, checkpoint=reports.append)
+    assert [len(r["runs"]) for r in reports] == [1, 2, 3, 4]
+    assert [len(r["tasks"]) for r in reports] == [0, 1, 1, 2]
+    assert [r["complete"] for r in reports] == [False, False, False, True]
+    assert reports[-1]["runs"] == final["runs"] and reports[-1]["tasks"] == final["tasks"]
+    assert {r["task"] for r in final["runs"]} == {"Arithmetic/Predecessor", "Graph/Undirected Edge"}
 
 
 def test_bench_ilp_units_keep_a_chain_in_one_worker():

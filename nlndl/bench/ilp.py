@@ -10,7 +10,7 @@ import os
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,24 +90,55 @@ def run(
     progress: Callable[[str], None] | None = None,
     device: str = "cpu",
     jobs: int = 1,
+    checkpoint: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Every task from seeds 0..seeds-1 on ``device``. A chained task first learns the task it builds on from
     the same seed (reusing that run when the benchmark has it) and counts as unsolved where that one failed;
     its time is its own training only. With ``jobs`` > 1, runs go to that many worker processes, each with
-    its share of the CPU threads; a seed's result does not depend on it."""
+    its share of the CPU threads; a seed's result does not depend on it. ``checkpoint`` is given the report
+    so far after every run (:func:`report`), so that an interrupted benchmark keeps what it finished."""
     started = time.process_time()
+    found: dict[tuple[str, int], LearnResult] = {}
+    workers_cpu = 0.0
+
+    def so_far() -> dict[str, Any]:
+        return report(tasks, seeds, found, time.process_time() - started + workers_cpu, device, jobs)
+
     if jobs > 1:
-        found, cpu = _run_parallel(tasks, seeds, max_iters, time_limit, progress, device, jobs)
+        for unit, seed, results, cpu in _run_parallel(tasks, seeds, max_iters, time_limit, device, jobs):
+            workers_cpu += cpu
+            for task, result in zip(unit, results, strict=True):
+                found[(task.name, seed)] = result
+                if progress:
+                    progress(f"{task.name} seed {seed} {'solved' if result.solved else 'unsolved'}")
+            if checkpoint:
+                checkpoint(so_far())
     else:
-        found, cpu = {}, 0.0
         done: dict[tuple[str, int], tuple[CompiledProgram, LearnResult]] = {}
         for task in tasks:
             for seed in range(seeds):
                 if progress:
                     progress(f"{task.name} seed {seed}")
                 found[(task.name, seed)] = _train(task, seed, max_iters, time_limit, done, device)
+                if checkpoint:
+                    checkpoint(so_far())
+    return so_far()
+
+
+def report(
+    tasks: list[Task],
+    seeds: int,
+    found: dict[tuple[str, int], LearnResult],
+    cpu_seconds: float,
+    device: str,
+    jobs: int,
+) -> dict[str, Any]:
+    """The benchmark's JSON: a row per task whose every seed has run (``tasks``), every run so far (``runs``),
+    and whether all have (``complete``)."""
     rows = []
     for task in tasks:
+        if any((task.name, seed) not in found for seed in range(seeds)):
+            continue
         results = [found[(task.name, seed)] for seed in range(seeds)]
         seconds = [r.seconds for r in results]
         rows.append(
@@ -128,7 +159,20 @@ def run(
                 "failures": [{"seed": i, "accuracy": r.score.to_json()} for i, r in enumerate(results) if not r.solved],
             }
         )
-    return {"tasks": rows, "cpu_seconds": time.process_time() - started + cpu, "device": device, "jobs": jobs}
+    runs = [
+        {"task": task.name, "seed": seed, **found[(task.name, seed)].to_json()}
+        for task in tasks
+        for seed in range(seeds)
+        if (task.name, seed) in found
+    ]
+    return {
+        "tasks": rows,
+        "runs": runs,
+        "complete": len(rows) == len(tasks),
+        "cpu_seconds": cpu_seconds,
+        "device": device,
+        "jobs": jobs,
+    }
 
 
 def units(tasks: list[Task]) -> list[list[Task]]:
@@ -145,20 +189,13 @@ def units(tasks: list[Task]) -> list[list[Task]]:
 
 
 def _run_parallel(
-    tasks: list[Task],
-    seeds: int,
-    max_iters: int,
-    time_limit: float | None,
-    progress: Callable[[str], None] | None,
-    device: str,
-    jobs: int,
-) -> tuple[dict[tuple[str, int], LearnResult], float]:
-    """Every (unit, seed) in a pool of ``jobs`` processes; the results and the workers' CPU seconds."""
+    tasks: list[Task], seeds: int, max_iters: int, time_limit: float | None, device: str, jobs: int
+) -> Iterator[tuple[list[Task], int, list[LearnResult], float]]:
+    """Every (unit, seed) in a pool of ``jobs`` processes: each unit's tasks, seed, results and the CPU seconds
+    its worker spent, as they finish."""
     import multiprocessing
 
     threads = max(1, len(os.sched_getaffinity(0)) // jobs) if hasattr(os, "sched_getaffinity") else 1
-    found: dict[tuple[str, int], LearnResult] = {}
-    cpu = 0.0
     context = multiprocessing.get_context("spawn")  # no fork of a process that holds torch's thread pools
     with ProcessPoolExecutor(jobs, mp_context=context, initializer=_start_worker, initargs=(threads,)) as pool:
         pending = {
@@ -168,13 +205,8 @@ def _run_parallel(
         }
         for future in as_completed(pending):
             unit, seed = pending[future]
-            results, seconds = future.result()
-            cpu += seconds
-            for task, result in zip(unit, results, strict=True):
-                found[(task.name, seed)] = result
-                if progress:
-                    progress(f"{task.name} seed {seed} {'solved' if result.solved else 'unsolved'}")
-    return found, cpu
+            results, cpu = future.result()
+            yield unit, seed, results, cpu
 
 
 def _start_worker(threads: int) -> None:
