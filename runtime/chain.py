@@ -446,7 +446,7 @@ class WorldTensors(nn.Module):
             local = world.scatter(p) - world.layout[p].offset
             self.register_buffer(f"scatter_{p}", torch.from_numpy(local.copy()), persistent=False)
             self.ranges[p] = (world.layout[p].offset, world.layout[p].size)
-            grid = column_grid(function.ir, function.fuzzy_inputs, world, function.ir.terms) if function.power else None
+            grid = column_grid(function.ir, function.fuzzy_inputs, world) if function.power else None
             self.add_module(f"grid_{p}", grid)
 
     def fuzzy_columns(self, predicate: str) -> torch.Tensor | ColumnGrid:

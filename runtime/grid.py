@@ -12,6 +12,7 @@ kept substitutions. Multiplication (59 learned atoms over 10 sets of three of fi
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,7 +44,7 @@ class CubeGroup:
 def cube(x: torch.Tensor, offset: int, shape: tuple[int, ...], arguments: tuple[int, ...]) -> torch.Tensor:
     """One atom's values over its variables' grid (K, n_a, n_b, ...) in increasing variable order, a view of
     the valuation x (K, atoms): q(B, A) is q's cube transposed, q(A, A) its diagonal."""
-    values = x[:, offset : offset + math_prod(shape)].reshape(x.shape[0], *shape)
+    values = x[:, offset : offset + math.prod(shape)].reshape(x.shape[0], *shape)
     labels = list(arguments)
     while len(set(labels)) < len(labels):  # a repeated variable: the diagonal over its two axes, moved last
         i = next(i for i, v in enumerate(labels) if labels.index(v) < i)
@@ -57,10 +58,18 @@ class ColumnGrid(nn.Module):
     """Where one learned predicate's fuzzy atoms are read from the valuation cubes of one world (see the module
     docstring): groups of atoms by their variables, and the kept substitutions' flat indices in the grid."""
 
-    def __init__(self, sizes: tuple[int, ...], grid: np.ndarray, groups: list[CubeGroup], negation: bool) -> None:
+    def __init__(
+        self,
+        sizes: tuple[int, ...],
+        grid: np.ndarray,
+        groups: list[CubeGroup],
+        clustered: list[list[int]],
+        negation: bool,
+    ) -> None:
         super().__init__()
-        self.sizes, self.groups, self.negation = sizes, groups, negation
-        self.clusters = clusters([g.variables for g in groups], len(sizes))
+        self.sizes, self.groups, self.clusters, self.negation = sizes, groups, clustered, negation
+        # per group, the shape its (K, T, cube) sum is viewed as to broadcast over the grid: 1 for other variables
+        self.views = [tuple(n if v in g.variables else 1 for v, n in enumerate(sizes)) for g in groups]
         self.register_buffer("grid", torch.from_numpy(np.ascontiguousarray(grid, dtype=np.int64)), persistent=False)
         for i, group in enumerate(groups):
             self.register_buffer(f"columns_{i}", torch.tensor(group.columns, dtype=torch.long), persistent=False)
@@ -86,8 +95,7 @@ class ColumnGrid(nn.Module):
         for cluster in self.clusters:  # each cluster's groups summed over its variables, then the clusters
             partial = None
             for i in cluster:
-                view = [self.sizes[v] if v in self.groups[i].variables else 1 for v in range(len(self.sizes))]
-                part = parts[i].reshape(k, t, *view)
+                part = parts[i].reshape(k, t, *self.views[i])
                 partial = part if partial is None else partial + part
             total = partial if total is None else total + partial
         total = total.expand(k, t, *self.sizes).reshape(k, t, -1)
@@ -110,11 +118,7 @@ def clusters(variables: list[tuple[int, ...]], width: int) -> list[list[int]]:
     return [members for _, members in out]
 
 
-def math_prod(shape: tuple[int, ...]) -> int:
-    return int(np.prod(shape, dtype=np.int64)) if shape else 1
-
-
-def column_grid(ir: LearnedIR, fuzzy_inputs: list[int], world: WorldIR, terms: int) -> ColumnGrid | None:
+def column_grid(ir: LearnedIR, fuzzy_inputs: list[int], world: WorldIR) -> ColumnGrid | None:
     """The grid form of a predicate's fuzzy columns in one world, where it applies and pays (see GRID_SHARE):
     every fuzzy atom is over plain variables (no functions) whose domains are its relation's axes, as the
     gather arrays confirm. None otherwise, and for programs compiled without the grid indices."""
@@ -135,18 +139,22 @@ def column_grid(ir: LearnedIR, fuzzy_inputs: list[int], world: WorldIR, terms: i
             return None
         found.setdefault(tuple(sorted(set(atom.vars))), []).append((column, entry.offset, entry.shape, atom.vars))
     groups = [CubeGroup(variables, *(tuple(a) for a in zip(*atoms, strict=True))) for variables, atoms in found.items()]
-    gathering = len(fuzzy_inputs) * grid.size * (terms + 1)  # the gather, and the product over it
-    if gathering < MIN_GATHER_WORK or grid_work(groups, sizes, grid.size, terms) > GRID_SHARE * gathering:
+    clustered = clusters([g.variables for g in groups], len(sizes))
+    gathering = len(fuzzy_inputs) * grid.size * (ir.terms + 1)  # the gather, and the product over it
+    work = grid_work(groups, clustered, sizes, grid.size, ir.terms)
+    if gathering < MIN_GATHER_WORK or work > GRID_SHARE * gathering:
         return None
-    return ColumnGrid(sizes, grid, groups, ir.negation)
+    return ColumnGrid(sizes, grid, groups, clustered, ir.negation)
 
 
-def grid_work(groups: list[CubeGroup], sizes: tuple[int, ...], kept: int, terms: int) -> int:
+def grid_work(
+    groups: list[CubeGroup], clustered: list[list[int]], sizes: tuple[int, ...], kept: int, terms: int
+) -> int:
     """Elements the grid form writes per step and restart: each atom's cube per term, each group's sum
     broadcast over its cluster's variables, each cluster's over the whole grid, and the kept substitutions."""
     work = kept
-    for cluster in clusters([g.variables for g in groups], len(sizes)):
+    for cluster in clustered:
         union = {v for i in cluster for v in groups[i].variables}
-        work += len(cluster) * math_prod(tuple(sizes[v] for v in union)) + math_prod(sizes)
-        work += sum(len(groups[i].columns) * math_prod(tuple(sizes[v] for v in groups[i].variables)) for i in cluster)
+        work += len(cluster) * math.prod(sizes[v] for v in union) + math.prod(sizes)
+        work += sum(len(groups[i].columns) * math.prod(sizes[v] for v in groups[i].variables) for i in cluster)
     return terms * work
