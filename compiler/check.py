@@ -75,9 +75,14 @@ LEARN_KEYS = {
     "prune",
     "norepeat",
     "functions",
+    "amalgamation",
 }
 PRUNE_MODES = ("auto", "extensional", "none")
 FORMS = ("dnf", "cnf")
+# how a learned predicate's valuation after a step merges with the one before: replace it (the reference's
+# default, "eq"), or keep what earlier steps derived: "or" (probabilistic sum, the reference's Fam=or for
+# addition and multiplication) or "max"; the two that keep need a predicate that cannot lose atoms
+AMALGAMATIONS = ("replace", "or", "max")
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,7 @@ class LearnSpec:
     norepeat: bool = False  # leave out candidate atoms that repeat a variable, e.g. eq(A,A)
     functions: tuple[str, ...] = ()  # unary functions that may be applied to variables, e.g. H(A)
     negated: tuple[str, ...] = ()  # with negation: the body predicates that do not depend on this one
+    amalgamation: str = "replace"  # see AMALGAMATIONS
 
     @property
     def extra(self) -> int:
@@ -243,6 +249,7 @@ class _Checker:
                 span=learn.span,
                 norepeat=self.flag_option(opts.get("norepeat")),
                 functions=self.functions_option(opts.get("functions")),
+                amalgamation=self.word_option(opts.get("amalgamation"), "replace", AMALGAMATIONS),
             )
             self.out.learned[learn.predicate] = spec
 
@@ -414,6 +421,32 @@ class _Checker:
                 else f"unstratifiable negation: {', '.join(cycle)} depend on each other through negation",
             )
         self.out.strata = strata
+        losing = can_lose_atoms(self.out.dependencies, set(self.out.learned))
+        for learn in self.sketch.learns:
+            spec = self.out.learned.get(learn.predicate)
+            if spec is not None and spec.amalgamation != "replace" and spec.predicate in losing:
+                option = next(o for o in learn.options if o.key == "amalgamation")
+                self.error(
+                    option.span,
+                    f"amalgamation={spec.amalgamation} keeps every atom a step derived, but {spec.predicate} can lose "
+                    f"atoms from one step to the next ({losing[spec.predicate]}); use replace",
+                )
+
+
+def can_lose_atoms(dependencies: list[tuple[str, str, bool]], learned: set[str]) -> dict[str, str]:
+    """The learned predicates whose valuation can lose an atom between forward-chaining steps, each with why:
+    one that negates a learned predicate (whose atoms appear step by step), or reads one that can. The others
+    only gain atoms from step to step (monotone steps from the empty valuation), so for them keeping what
+    earlier steps derived changes no crisp program's meaning."""
+    losing: dict[str, str] = {}
+    grown = True
+    while grown:
+        grown = False
+        for body, head, negated in dependencies:
+            if head in learned and head not in losing and body in learned and (negated or body in losing):
+                losing[head] = f"it negates the learned {body}" if negated else f"it reads {body}, which can"
+                grown = True
+    return losing
 
 
 def check(sketch: ast.Sketch, diags: Diagnostics | None = None) -> Checked:

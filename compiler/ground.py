@@ -360,6 +360,7 @@ def learned_ir(spec: LearnSpec, inputs: list[InputAtom], pruned: bool) -> Learne
         inputs,
         pruned,
         spec.negated if spec.negation else (),
+        spec.amalgamation,
     )
 
 

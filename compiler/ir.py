@@ -45,6 +45,7 @@ class LearnedIR:
     inputs: list[InputAtom]
     pruned: bool = True  # substitutions were pruned (prune=extensional): the safety gate keeps clauses sound under it
     negated: tuple[str, ...] = ()  # with negation: the predicates whose candidate atoms may also appear negated
+    amalgamation: str = "replace"  # the sketch's: how a step's valuation merges with the one before
 
 
 @dataclass

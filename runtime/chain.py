@@ -55,13 +55,13 @@ class ChainConfig:
     inner_init: Init = field(default_factory=lambda: Init("negative", k=2, mean=-1.0, std=2.0))
     outer_init: Init = field(default_factory=lambda: Init("normal", mean=-1.0, std=1.0))
     aggregation: str = "or"  # over substitutions of one head atom: product OR or max
-    amalgamation: str = "replace"  # new valuation vs old: replace (the reference's default), or, max
+    amalgamation: str | None = None  # new valuation vs old: None, each predicate's sketch option; replace, or, max
     safety: bool = True  # gate DNF terms that cannot read as safe clauses (see SafetyGate)
     fuzzy: str = "power"  # learned (fuzzy) inputs: "power" (1 - m)^(1 - x), or the paper's "product" 1 - m (1 - x)
     class_weight: str = "sqrt"  # a positive example's weight in the loss relative to a negative's (CLASS_WEIGHTS)
 
     def __post_init__(self) -> None:
-        if self.amalgamation not in AMALGAMATIONS:
+        if self.amalgamation is not None and self.amalgamation not in AMALGAMATIONS:
             raise ValueError(f"unknown amalgamation {self.amalgamation!r}")
         if self.fuzzy not in FUZZY_FORMS:
             raise ValueError(f"unknown fuzzy form {self.fuzzy!r}; expected one of {', '.join(FUZZY_FORMS)}")
@@ -80,6 +80,12 @@ class ChainConfig:
 # nearly proportionally more (Uncle 104 -> 287 ms), and there the first 16 draws already succeed
 RESTART_TIERS = ((64_000, 64), (256_000, 32))
 MIN_RESTARTS = 16
+
+
+def amalgamations(program: CompiledProgram, setting: str | None) -> dict[str, str]:
+    """Per learned predicate, how a step's valuation merges with the one before: ``setting`` for all, or
+    with None each predicate's sketch option (``.learn add(..., amalgamation=or)``; replace by default)."""
+    return {p: setting or ir.amalgamation for p, ir in program.learned.items()}
 
 
 def auto_restarts(program: CompiledProgram) -> int:
@@ -466,9 +472,8 @@ class ForwardChainer(nn.Module):
         self.functions = nn.ModuleDict(
             {p: PredicateFunction(program.learned[p], self.config, set(program.learned)) for p in order}
         )
-        self.steps_ = nn.ModuleDict(
-            {p: ChainStep(self.functions[p], self.config.aggregation, self.config.amalgamation) for p in order}
-        )
+        merge = amalgamations(program, self.config.amalgamation)
+        self.steps_ = nn.ModuleDict({p: ChainStep(self.functions[p], self.config.aggregation, merge[p]) for p in order})
         self.worlds = nn.ModuleList([WorldTensors(w, dict(self.functions.items())) for w in program.worlds])
 
     @property

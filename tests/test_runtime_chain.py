@@ -8,9 +8,16 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nlndl.compiler import compile_sketch
+from nlndl.compiler import CompileError, compile_sketch
 from nlndl.runtime import chain, grid
-from nlndl.runtime.chain import CLASS_WEIGHTS, RESTART_TIERS, ChainConfig, ForwardChainer, auto_restarts
+from nlndl.runtime.chain import (
+    CLASS_WEIGHTS,
+    RESTART_TIERS,
+    ChainConfig,
+    ForwardChainer,
+    amalgamations,
+    auto_restarts,
+)
 from nlndl.runtime.dense import dense_run
 from nlndl.runtime.fused import log_none
 from nlndl.runtime.init import Init
@@ -52,7 +59,7 @@ def test_sparse_equals_dense(tmp_path_factory, data):
     path.write_text(random_sketch(data.draw))
     program = compile_sketch(path)
     torch.manual_seed(data.draw(st.integers(0, 1000)))
-    amalgamation = data.draw(st.sampled_from(["replace", "or", "max"]))
+    amalgamation = data.draw(st.sampled_from([None, "replace", "or", "max"]))
     config = ChainConfig(
         restarts=2,
         inner_init=Init("normal", std=1.0),
@@ -241,3 +248,80 @@ def test_negated_atoms_of_dependent_predicates_keep_membership_zero(tmp_path):
     model.losses().sum().backward()
     assert (function.inner.grad[..., banned] == 0).all() and function.inner.grad[..., allowed].abs().sum() > 0
     assert (function.memberships(threshold=0.5)[0][..., banned] == 0).all()
+
+
+STRATIFIED = """
+.decl e(a: symbol, b: symbol)
+.decl node(a: symbol)
+.decl reach(a: symbol, b: symbol)
+.decl shortcut(a: symbol)
+.decl lonely(a: symbol)
+node("a"). node("b"). node("c"). node("d").
+e("a","b"). e("b","c"). e("c","d").
+.learn reach(vars=3, terms=2, body=[e, reach], amalgamation=or)
+.learn shortcut(vars=3, terms=1, body=[e, reach], negation)
+.learn lonely(vars=2, terms=1, body=[node, shortcut])
+.pos reach("a","d"). .neg reach("d","a").
+.pos shortcut("d"). .neg shortcut("a").
+.pos lonely("d"). .neg lonely("b").
+.steps 4
+"""
+# reach(A, B) :- e(A, B).  reach(A, B) :- e(A, C), reach(C, B).  shortcut(A) :- e(A, B), e(B, C), not reach(A, C).
+CLAUSES = {
+    "reach": [[(("e", (0, 1)), False)], [(("e", (0, 2)), False), (("reach", (2, 1)), False)]],
+    "shortcut": [[(("e", (0, 1)), False), (("e", (1, 2)), False), (("reach", (0, 2)), True)]],
+}
+
+
+def test_amalgamation_or_keeps_the_crisp_meaning_where_the_sketch_may_ask_for_it(tmp_path):
+    """A predicate whose valuation only grows from step to step (reach, definite) may merge by ``or``, as
+    the sketch asks: its crisp program derives what it derives under ``replace``, while the fuzzy values
+    differ. shortcut, which negates reach, may not: shortcut(a) holds after the first step, while reach(a, c)
+    is not yet derived, and no longer after the second, and ``or`` would keep it."""
+    path = tmp_path / "stratified.dl"
+    path.write_text(STRATIFIED)
+    program = compile_sketch(path)
+    assert amalgamations(program, None) == {"reach": "or", "shortcut": "replace", "lonely": "replace"}
+    assert amalgamations(program, "max") == {"reach": "max", "shortcut": "max", "lonely": "max"}
+    crisp, fuzzy = {}, {}
+    for setting in (None, "replace", "or"):
+        torch.manual_seed(5)
+        model = ForwardChainer(program, ChainConfig(restarts=2, amalgamation=setting))
+        with torch.no_grad():
+            for p, clauses in CLAUSES.items():
+                function = model.functions[p]
+                inputs = {(a.predicate, a.vars): i for i, a in enumerate(function.ir.inputs)}
+                function.inner.fill_(-20.0)
+                function.outer.fill_(-20.0)
+                for t, clause in enumerate(clauses):
+                    function.outer[:, t] = 20.0
+                    for atom, negated in clause:
+                        function.inner[:, t, inputs[atom] + negated * len(inputs)] = 20.0
+            function = model.functions["reach"]
+            function.inner[1] += torch.randn_like(function.inner[1])  # restart 1: fuzzy memberships
+        world = model.worlds[0]
+        crisp[setting], fuzzy[setting] = model.run(world, threshold=0.5), model.run(world)
+    shortcut = slice(world.ranges["shortcut"][0], sum(world.ranges["shortcut"]))
+    assert crisp["replace"][0, shortcut].sum() == 0 and crisp["or"][0, shortcut].sum() == 2  # a and b
+    assert torch.equal(crisp[None], crisp["replace"])
+    assert not torch.allclose(fuzzy[None][1], fuzzy["replace"][1])
+
+
+@pytest.mark.parametrize(
+    ("learn", "why"),
+    [
+        (".learn shortcut(vars=3, terms=1, body=[e, reach], negation, amalgamation=or)", "negates the learned reach"),
+        (".learn lonely(vars=2, terms=1, body=[node, shortcut], amalgamation=max)", "reads shortcut, which can"),
+    ],
+)
+def test_amalgamation_that_keeps_atoms_is_refused_where_atoms_can_be_lost(tmp_path, learn, why):
+    predicate = learn.split()[1].split("(")[0]
+    lines = [line for line in STRATIFIED.splitlines() if not line.startswith(f".learn {predicate}(")]
+    path = tmp_path / "s.dl"
+    path.write_text("\n".join(lines + [learn]) + "\n")
+    with pytest.raises(CompileError) as error:
+        compile_sketch(path)
+    text = str(error.value)
+    line = len(lines) + 1
+    column = learn.index("amalgamation") + 1
+    assert f"s.dl:{line}:{column}: error: amalgamation=" in text and why in text and "use replace" in text

@@ -34,7 +34,8 @@ def settings(pairs: list[str]) -> tuple[dict, dict]:
         if key.endswith("_init"):
             chain[key] = Init.parse(value)
         elif key in chain_fields:
-            chain[key] = type(getattr(ChainConfig(), key))(value)
+            default = getattr(ChainConfig(), key)
+            chain[key] = value if default is None else type(default)(value)
         elif key in train_fields:
             train[key] = type(getattr(TrainConfig(), key))(value)
         else:
