@@ -13,6 +13,7 @@ import networkx as nx
 from nlndl.compiler import ast
 from nlndl.compiler.depgraph import Strata, build_graph, stratify
 from nlndl.compiler.diagnostics import CompileError, Diagnostics, Span
+from nlndl.compiler.ir import AMALGAMATIONS
 
 BASE_TYPES = ("symbol", "number")
 # Names that Soufflé or clingo treat specially; a predicate so named would not export unchanged.
@@ -79,10 +80,6 @@ LEARN_KEYS = {
 }
 PRUNE_MODES = ("auto", "extensional", "none")
 FORMS = ("dnf", "cnf")
-# how a learned predicate's valuation after a step merges with the one before: replace it (the reference's
-# default, "eq"), or keep what earlier steps derived: "or" (probabilistic sum, the reference's Fam=or for
-# addition and multiplication) or "max"; the two that keep need a predicate that cannot lose atoms
-AMALGAMATIONS = ("replace", "or", "max")
 
 
 @dataclass(frozen=True)

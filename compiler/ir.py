@@ -31,6 +31,12 @@ class InputAtom:
             self.funcs = (None,) * len(self.vars)
 
 
+# how a learned predicate's valuation after a step merges with the one before: replace it (the reference's
+# default, "eq"), or keep what earlier steps derived: "or" (probabilistic sum, the reference's Fam=or for
+# addition and multiplication) or "max"; the two that keep need a predicate that cannot lose atoms
+AMALGAMATIONS = ("replace", "or", "max")
+
+
 @dataclass
 class LearnedIR:
     """What the runtime needs to know about one learned predicate."""
@@ -45,7 +51,7 @@ class LearnedIR:
     inputs: list[InputAtom]
     pruned: bool = True  # substitutions were pruned (prune=extensional): the safety gate keeps clauses sound under it
     negated: tuple[str, ...] = ()  # with negation: the predicates whose candidate atoms may also appear negated
-    amalgamation: str = "replace"  # the sketch's: how a step's valuation merges with the one before
+    amalgamation: str = "replace"  # the sketch's, one of AMALGAMATIONS
 
 
 @dataclass

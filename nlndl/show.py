@@ -34,6 +34,7 @@ def show_ir(program: CompiledProgram, limit: int = 5) -> str:
             f"learned {head}: {ir.form} with {ir.terms} terms, variables "
             f"{', '.join(f'{var_name(i)}: {t}' for i, t in enumerate(ir.var_types))}"
             f"{', negation of ' + (', '.join(ir.negated) or 'no body predicate') if ir.negation else ''}"
+            f"{', steps merged by ' + ir.amalgamation if ir.amalgamation != 'replace' else ''}"
         )
         lines.append(f"  inputs ({len(ir.inputs)}): {' '.join(render_input(a) for a in ir.inputs)}")
         for world in program.worlds:

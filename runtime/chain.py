@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from nlndl.compiler.ir import CompiledProgram, LearnedIR
+from nlndl.compiler.ir import AMALGAMATIONS, CompiledProgram, LearnedIR
 from nlndl.runtime.fused import log_none
 from nlndl.runtime.grid import ColumnGrid, column_grid
 from nlndl.runtime.init import Init, initialise
@@ -23,7 +23,6 @@ from nlndl.runtime.layers import conjunction, disjunction
 from nlndl.runtime.message_passing import MessagePassing
 from nlndl.runtime.scatter import log_not, product_or, scatter_or_logs
 
-AMALGAMATIONS = ("or", "replace", "max")
 FUZZY_FORMS = ("power", "product")
 # how much more a positive example weighs than a negative one in the loss, with P positives and N negatives:
 # N / P (each class half the loss), sqrt(N / P), or 1 (the plain mean, the reference's)
