@@ -14,17 +14,7 @@ import json
 import operator
 from pathlib import Path
 
-import clingo
-
-
-def derived(program: str, predicate: str) -> set[tuple[int, ...]]:
-    """The ``predicate`` atoms of the one stable model of a positive ``program``."""
-    control = clingo.Control(["--warn=none"])
-    control.add("base", [], program)
-    control.ground([("base", [])])
-    atoms: list[clingo.Symbol] = []
-    control.solve(on_model=lambda model: atoms.extend(model.symbols(atoms=True)))
-    return {tuple(a.number for a in s.arguments) for s in atoms if s.name == predicate}
+from nlndl.engines import clingo_model
 
 
 def check(rules: list[str], background: list[str], predicate: str, up_to: int) -> tuple[int, int, int]:
@@ -32,7 +22,7 @@ def check(rules: list[str], background: list[str], predicate: str, up_to: int) -
     facts = ["zero(0)."] + [f"inc({i},{i + 1})." for i in range(up_to)] + [f"eq({i},{i})." for i in range(up_to + 1)]
     op = operator.add if predicate == "add" else operator.mul
     want = {(a, b, op(a, b)) for a in range(up_to + 1) for b in range(up_to + 1) if op(a, b) <= up_to}
-    got = derived("\n".join(facts + background + rules), predicate)
+    got = {args for name, args in clingo_model("\n".join(facts + background + rules)) if name == predicate}
     return len(got & want), len(want), len(got - want)
 
 
