@@ -32,7 +32,7 @@ def compile_sketch(
 ) -> CompiledProgram:
     """Compile the sketch at ``path``, with the rules of each ``background`` program (for example one
     an earlier ``nlndl train`` wrote) added as background; raises CompileError carrying every diagnostic."""
-    sketch = parse_file(path, tuple(background))
+    sketch = parse_file(path, tuple(background), memory_limit)
     diags = Diagnostics(sources=dict(sketch.sources))
     checked = check(sketch, diags)
     symbols = SymbolTable()

@@ -79,6 +79,9 @@ LEARN_KEYS = {
     "amalgamation",
 }
 PRUNE_MODES = ("auto", "extensional", "none")
+MAX_VARS = 32  # variables of a learned clause: |D|^vars substitutions
+MAX_TERMS = 4096  # conjunctions (DNF) or disjunctions (CNF) per learned predicate
+MAX_STEPS = 10_000  # forward-chaining steps
 FORMS = ("dnf", "cnf")
 
 
@@ -153,6 +156,8 @@ class _Checker:
         for name, span in self.sketch.closed:
             if name not in self.out.learned and self.known(name, span, ".closed"):
                 self.error(span, f"'.closed {name}': {name} is not a learned predicate")
+        if self.sketch.steps is not None and self.sketch.steps[0] > MAX_STEPS:
+            self.error(self.sketch.steps[1], f".steps must be at most {MAX_STEPS:,}, got {self.sketch.steps[0]:,}")
         if self.sketch.steps is not None and self.sketch.steps[0] < 1:
             self.error(self.sketch.steps[1], f".steps must be at least 1, got {self.sketch.steps[0]}")
         self.check_examples_present()
@@ -224,8 +229,8 @@ class _Checker:
                         option.span,
                         f"unknown .learn option '{option.key}' (expected one of {', '.join(sorted(LEARN_KEYS))})",
                     )
-            n_vars = self.int_option(opts.get("vars"), arity + 1, minimum=max(arity, 1))
-            terms = self.int_option(opts.get("terms"), 4, minimum=1)
+            n_vars = self.int_option(opts.get("vars"), arity + 1, minimum=max(arity, 1), maximum=MAX_VARS)
+            terms = self.int_option(opts.get("terms"), 4, minimum=1, maximum=MAX_TERMS)
             form = self.word_option(opts.get("form"), "dnf", FORMS)
             body = self.names_option(opts.get("body"), tuple(self.out.relations))
             excluded = set(self.names_option(opts.get("exclude"), ()))
@@ -295,11 +300,15 @@ class _Checker:
             if name in self.out.learned:
                 self.error(span, f".function {name}: a learned predicate cannot be a function")
 
-    def int_option(self, option: ast.Option | None, default: int, minimum: int) -> int:
+    def int_option(self, option: ast.Option | None, default: int, minimum: int, maximum: int) -> int:
         if option is None:
             return default
-        if not isinstance(option.value, int) or isinstance(option.value, bool) or option.value < minimum:
-            self.error(option.span, f"'{option.key}' must be an integer of at least {minimum}")
+        if (
+            not isinstance(option.value, int)
+            or isinstance(option.value, bool)
+            or not minimum <= option.value <= maximum
+        ):
+            self.error(option.span, f"'{option.key}' must be an integer from {minimum} to {maximum:,}")
             return default
         return option.value
 
@@ -361,6 +370,10 @@ class _Checker:
         positive_vars = {
             a.name for lit in clause.body if not lit.negated for a in lit.atom.args if isinstance(a, ast.Var)
         }
+        what = "fact" if not clause.body else "rule head"
+        for arg in clause.head.args:
+            if isinstance(arg, ast.Var) and arg.name == "_":
+                self.error(arg.span, f"'_' in a {what}: a head argument must be a constant or a body variable")
         checked = [clause.head, *(lit.atom for lit in clause.body if lit.negated)]
         for atom in checked:
             for arg in atom.args:

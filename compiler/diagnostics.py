@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+SHOWN = 60  # characters either side of the column, for a long source line
+MAX_SHOWN = 50  # diagnostics rendered in full; the count covers the rest
+
 
 @dataclass(frozen=True)
 class Span:
@@ -26,16 +29,21 @@ class Diagnostic:
     message: str
     severity: str = "error"
 
-    def render(self, sources: dict[str, str]) -> str:
+    def render(self, lines: list[str] | None) -> str:
+        """The diagnostic, then its source line (``lines`` of its file; a long line shown around the column)
+        and a caret."""
         head = f"{self.span}: {self.severity}: {self.message}"
-        text = sources.get(self.span.file)
-        if text is None:
+        if lines is None or not 1 <= self.span.line <= len(lines):
             return head
-        lines = text.splitlines()
-        if not 1 <= self.span.line <= len(lines):
-            return head
-        source_line = lines[self.span.line - 1].expandtabs(1)
-        return f"{head}\n{source_line}\n{' ' * (self.span.column - 1)}^"
+        source_line = lines[self.span.line - 1].rstrip("\r").expandtabs(1)
+        column = self.span.column - 1
+        if len(source_line) > 2 * SHOWN:
+            start = max(0, column - SHOWN)
+            prefix = "..." if start else ""
+            suffix = "..." if column + SHOWN < len(source_line) else ""
+            source_line = prefix + source_line[start : column + SHOWN] + suffix
+            column += len(prefix) - start
+        return f"{head}\n{source_line}\n{' ' * column}^"
 
 
 @dataclass
@@ -65,7 +73,16 @@ class Diagnostics:
 
     def _rendered(self, items: list[Diagnostic]) -> list[str]:
         ordered = sorted(items, key=lambda d: (d.span.file, d.span.line, d.span.column, d.message))
-        return [d.render(self.sources) for d in ordered]
+        lines: dict[str, list[str] | None] = {}
+        shown = []
+        for d in ordered[:MAX_SHOWN]:
+            if d.span.file not in lines:
+                text = self.sources.get(d.span.file)
+                lines[d.span.file] = None if text is None else text.split("\n")
+            shown.append(d.render(lines[d.span.file]))
+        if len(ordered) > MAX_SHOWN:
+            shown.append(f"... and {len(ordered) - MAX_SHOWN} more")
+        return shown
 
     def render(self) -> str:
         parts = self._rendered(self.items)
@@ -80,3 +97,13 @@ class CompileError(Exception):
     def __init__(self, diagnostics: Diagnostics) -> None:
         super().__init__(diagnostics.render())
         self.diagnostics = diagnostics
+
+
+def size_text(n: int | float) -> str:
+    """Bytes as B, KiB, MiB, GiB, TiB, PiB or EiB, for the estimates in refusals."""
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if value < 1024:
+            return f"{int(n)} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:,.1f} EiB"

@@ -9,19 +9,30 @@ from __future__ import annotations
 from pathlib import Path
 
 from nlndl.compiler.diagnostics import Diagnostics, Span
-from nlndl.compiler.symbols import Value
+from nlndl.compiler.symbols import MAX_NUMBER, MIN_NUMBER, Value, number_value
 
 
 def read_facts(path: Path, base_types: list[str], diags: Diagnostics, where: Span) -> list[tuple[Value, ...]]:
     """Rows of ``path`` as typed tuples; on error, diagnostics are added and bad rows skipped."""
+    if path.exists() and not path.is_file():
+        diags.error(where, f"cannot read facts file {path}: not a regular file")
+        return []
     try:
-        text = path.read_text()
+        raw = path.read_bytes()
     except OSError as exc:
         diags.error(where, f"cannot read facts file {path}: {exc.strerror}")
         return []
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        diags.error(Span(str(path), line, column), f"not UTF-8 text (byte 0x{raw[exc.start]:02x})")
+        return []
     diags.sources[str(path)] = text
     rows: list[tuple[Value, ...]] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(text.removesuffix("\n").split("\n"), start=1):
+        line = line.removesuffix("\r")
         if not line.strip():
             continue
         fields = line.split("\t")
@@ -34,15 +45,28 @@ def read_facts(path: Path, base_types: list[str], diags: Diagnostics, where: Spa
         row: list[Value] = []
         column = 1
         for field, base in zip(fields, base_types, strict=True):
+            if not field:
+                diags.error(Span(str(path), number, column), "empty field")
+                break
             if base == "number":
-                try:
-                    row.append(int(field))
-                except ValueError:
-                    diags.error(Span(str(path), number, column), f"expected a number, got {field!r}")
+                value = number_value(field)
+                if value is None:
+                    diags.error(
+                        Span(str(path), number, column),
+                        f"expected a number in {MIN_NUMBER}..{MAX_NUMBER} (ASCII digits), got {_clip(field)!r}",
+                    )
                     break
+                row.append(value)
+            elif any(ord(c) < 32 or ord(c) == 127 for c in field):
+                diags.error(Span(str(path), number, column), f"control character in symbol {_clip(field)!r}")
+                break
             else:
                 row.append(field)
             column += len(field) + 1
         else:
             rows.append(tuple(row))
     return rows
+
+
+def _clip(text: str, width: int = 24) -> str:
+    return text if len(text) <= width else f"{text[:width]}..."

@@ -13,6 +13,7 @@ one positive extensional body atom (see docs/language.md).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -22,13 +23,15 @@ import numpy as np
 from nlndl.compiler import ast
 from nlndl.compiler.check import Checked, LearnSpec
 from nlndl.compiler.crisp import BodyAtom, Database, Rule, evaluate
-from nlndl.compiler.diagnostics import Diagnostics, Span
+from nlndl.compiler.diagnostics import Diagnostics, Span, size_text
 from nlndl.compiler.facts import read_facts
 from nlndl.compiler.ir import InputAtom, LearnedIR, RelationLayout, WorldIR
 from nlndl.compiler.symbols import SymbolTable
 
 CHUNK = 1 << 20  # substitutions enumerated at a time
 MAX_SUBSTITUTIONS = 2_000_000_000  # beyond this even enumerating the grid is refused
+VALUATION_BYTES = 16  # per ground atom: the float32 valuation, example slots and labels, and the atom table
+MAX_INPUTS = 20_000  # candidate body atoms of one learned predicate (Sorting has 176)
 PRUNE_ABOVE = 20_000  # prune=auto prunes a predicate whose grid (all worlds) is larger than this
 
 
@@ -112,19 +115,30 @@ def ground_worlds(
     return out
 
 
-def input_list(spec: LearnSpec, checked: Checked) -> list[InputAtom]:
-    """Terms(q, V) for each body predicate q: every well-typed atom over the variables (and the allowed
-    functions of them), the head atom excluded."""
+def _candidates(spec: LearnSpec, checked: Checked) -> dict[str, list[list[tuple[int, str | None]]]]:
+    """Per body predicate, per argument: the (variable, function) terms of a fitting type."""
     terms: list[tuple[int, str | None, str]] = [(v, None, t) for v, t in enumerate(spec.var_types)]
     for f in spec.functions:
         arg_type, out_type = (a.type for a in checked.relations[f].attributes)
         terms += [(v, f, out_type) for v, t in enumerate(spec.var_types) if checked.is_subtype(t, arg_type)]
+    return {
+        q: [[(v, f) for v, f, t in terms if checked.is_subtype(t, a.type)] for a in checked.relations[q].attributes]
+        for q in spec.body
+    }
+
+
+def count_inputs(spec: LearnSpec, checked: Checked) -> int:
+    """An upper bound on len(input_list(spec, checked)), exact in Python integers, without enumerating."""
+    return sum(math.prod(len(c) for c in args) for args in _candidates(spec, checked).values())
+
+
+def input_list(spec: LearnSpec, checked: Checked) -> list[InputAtom]:
+    """Terms(q, V) for each body predicate q: every well-typed atom over the variables (and the allowed
+    functions of them), the head atom excluded."""
     atoms = []
     head = InputAtom(spec.predicate, tuple(range(spec.head_arity)))
-    for q in spec.body:
-        types = [a.type for a in checked.relations[q].attributes]
-        candidates = [[(v, f) for v, f, t in terms if checked.is_subtype(t, qt)] for qt in types]
-        for combo in np.ndindex(*[len(c) for c in candidates]) if types else [()]:
+    for q, candidates in _candidates(spec, checked).items():
+        for combo in np.ndindex(*[len(c) for c in candidates]) if candidates else [()]:
             chosen = [candidates[i][j] for i, j in enumerate(combo)]
             atom = InputAtom(q, tuple(v for v, _ in chosen), tuple(f for _, f in chosen))
             if atom != head and not (spec.norepeat and len(set(chosen)) < len(chosen)):
@@ -192,7 +206,7 @@ class Lowering:
         self.world = world
         self.lifts: dict[tuple[str, str], np.ndarray] = {}  # (subtype, supertype) -> position table
         self.sizes = tuple(len(world.domains[t]) for t in spec.var_types)
-        self.total = int(np.prod(self.sizes, dtype=np.int64))
+        self.total = math.prod(self.sizes)  # a Python int: exact however large
         self.extensional = [a for a in inputs if a.predicate not in learned]
 
     def slots(self, atom: InputAtom, theta: tuple[np.ndarray, ...]) -> np.ndarray:
@@ -344,7 +358,7 @@ def prunes(spec: LearnSpec, worlds: list[GroundWorld]) -> bool:
     """Whether ``spec``'s substitutions are pruned: always, never, or (auto) when its grid is large."""
     if spec.prune != "auto":
         return spec.prune == "extensional"
-    grid = sum(int(np.prod([len(w.domains[t]) for t in spec.var_types], dtype=np.int64)) for w in worlds)
+    grid = sum(math.prod(len(w.domains[t]) for t in spec.var_types) for w in worlds)
     return grid > PRUNE_ABOVE
 
 
@@ -371,6 +385,16 @@ def lower(
     learned = set(checked.learned)
     used = learned | {q for s in checked.learned.values() for q in (*s.body, *s.functions)}
     relations = [r for r in checked.relations if r in used]  # everything the learned rules can read
+    for p, spec in checked.learned.items():
+        count = count_inputs(spec, checked)
+        if count > MAX_INPUTS:
+            diags.error(
+                spec.span,
+                f"{p} would have {count:,} candidate body atoms (at most {MAX_INPUTS:,}); "
+                "reduce vars or restrict body=[...]",
+            )
+    if diags:
+        return {}, []
     inputs = {p: input_list(spec, checked) for p, spec in checked.learned.items()}
     closed = {name for name, _ in checked.sketch.closed}
     pruned = {p: prunes(spec, worlds) for p, spec in checked.learned.items()}
@@ -380,6 +404,16 @@ def lower(
     estimate = 0
     for world in worlds:
         layout, atoms = layout_world(world, checked, relations)
+        if atoms * VALUATION_BYTES > memory_limit:
+            largest = max(layout, key=lambda name: layout[name].size)
+            diags.error(
+                world.span or checked.learned[next(iter(checked.learned))].span,
+                f"the valuation of world {world.name} would hold {atoms:,} ground atoms "
+                f"({size_text(atoms * VALUATION_BYTES)} with its examples and training copies; {largest} alone "
+                f"{layout[largest].size:,}), over the limit of {size_text(memory_limit)}; "
+                "reduce the domains or raise --memory-limit",
+            )
+            return {}, []
         values = valuation(world, layout, atoms, learned)
         functions = function_maps(checked, world, diags)
         labelled = examples(world, layout, closed, diags)
@@ -404,8 +438,8 @@ def lower(
         )
         diags.error(
             worst.span,
-            f"the index arrays would take {_size(estimate)}, over the limit of "
-            f"{_size(memory_limit)}; reduce vars, restrict body=[...], or raise --memory-limit",
+            f"the index arrays would take {size_text(estimate)}, over the limit of "
+            f"{size_text(memory_limit)}; reduce vars, restrict body=[...], or raise --memory-limit",
         )
         return {}, []
     out = []
@@ -421,11 +455,3 @@ def lower(
         arrays.update(labelled)
         out.append(WorldIR(world.name, atoms, layout, world.domains, subst, pruned, arrays))
     return {p: learned_ir(s, inputs[p], pruned[p]) for p, s in checked.learned.items()}, out
-
-
-def _size(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.1f} {unit}" if unit != "B" else f"{n} B"
-        n /= 1024  # type: ignore[assignment]
-    return f"{n} B"

@@ -7,11 +7,13 @@ Saved as a directory holding ``program.json`` (metadata, symbol tables) and ``ar
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from safetensors import SafetensorError
 from safetensors.numpy import load_file, save_file
 
 FORMAT = "nlndl-program/1"
@@ -64,7 +66,7 @@ class RelationLayout:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+        return math.prod(self.shape)  # exact: a Python int, 1 for a nullary relation
 
 
 @dataclass
@@ -193,10 +195,15 @@ class CompiledProgram:
         try:
             meta = json.loads((path / "program.json").read_text())
             arrays = load_file(str(path / "arrays.safetensors"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ValueError(f"{path}: not a compiled nlndl program ({exc})") from None
-        if meta.get("format") != FORMAT:
-            raise ValueError(f"{path}: unknown format {meta.get('format')!r}, expected {FORMAT}")
+            if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+                found = meta.get("format") if isinstance(meta, dict) else None
+                raise ValueError(f"unknown format {found!r}, expected {FORMAT}")
+            return cls._from_saved(meta, arrays)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError, SafetensorError) as exc:
+            raise ValueError(f"{path}: not a compiled nlndl program ({type(exc).__name__}: {exc})") from None
+
+    @classmethod
+    def _from_saved(cls, meta: dict, arrays: dict[str, np.ndarray]) -> CompiledProgram:
         learned = {
             k: LearnedIR(
                 **{

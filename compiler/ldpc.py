@@ -13,13 +13,35 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from safetensors import SafetensorError
 from safetensors.numpy import load_file, save_file
+
+from nlndl.compiler.diagnostics import size_text
 
 FORMAT = "nlndl-tanner/1"
 
 
 class MatrixError(ValueError):
     """A parity-check matrix file that cannot be read; the message is located ``file:line:col: error: ...``."""
+
+
+MAX_CODE_BYTES = 2 * 1024**3  # the dense matrices of a code (parity checks, variable overlaps) above this: refused
+
+
+def code_bytes(n: int, m: int) -> int:
+    """Peak bytes of compiling an m x n code: the dense uint8 matrix and the n x n int64 overlap of its columns."""
+    return m * n + 9 * n * n
+
+
+def check_code_size(n: int, m: int) -> str | None:
+    """Why an m x n code is too large to compile here, or None."""
+    need = code_bytes(n, m)
+    if need <= MAX_CODE_BYTES:
+        return None
+    return (
+        f"a code of length {n:,} with {m:,} checks needs about {size_text(need)} of dense matrices to compile, "
+        f"over {size_text(MAX_CODE_BYTES)}: nlndl compiles codes up to a length of about 15,000"
+    )
 
 
 def gf2_rank(h: np.ndarray) -> int:
@@ -40,6 +62,8 @@ def generate_regular(n: int, dv: int, dc: int, seed: int = 0, swaps: int = 20000
     if n < 1 or dv < 1 or dc < 2 or (n * dv) % dc:
         raise ValueError(f"no ({dv},{dc})-regular code of length {n}: n*dv must be a multiple of dc")
     m = n * dv // dc
+    if (too_large := check_code_size(n, m)) is not None:
+        raise ValueError(too_large)
     if dv > m:
         raise ValueError(f"column weight {dv} exceeds the {m} checks")
     if dc > n:
@@ -130,8 +154,10 @@ def read_alist(path: Path) -> np.ndarray:
         pos += 1
         return tokens[pos - 1]
 
-    n = take("the number of columns")[0]
+    n, line, _ = take("the number of columns")
     m = take("the number of rows")[0]
+    if (too_large := check_code_size(n, m)) is not None:
+        raise MatrixError(f"{path}:{line}:1: error: {too_large}")
     take("the maximum column degree")
     take("the maximum row degree")
     col_deg = [take("the column degrees")[0] for _ in range(n)]
@@ -168,18 +194,22 @@ def read_matrix(path: Path) -> np.ndarray:
                     raise
                 raise MatrixError(f"{path}:1:1: error: not an alist file (unexpected {exc})") from None
         rows = []
-        for line_no, line in enumerate(path.read_text().splitlines(), 1):
+        lines = path.read_text().splitlines()
+        for line_no, line in enumerate(lines, 1):
             bits = line.replace(",", " ").split()
             if not bits:
                 continue
+            if not rows and (too_large := check_code_size(len(bits), len(lines))) is not None:
+                raise MatrixError(f"{path}:{line_no}:1: error: {too_large}")
             for col, bit in _words_any(line):
                 if bit not in ("0", "1"):
                     raise MatrixError(f"{path}:{line_no}:{col + 1}: error: expected 0 or 1, got {bit!r}")
             if rows and len(bits) != len(rows[0]):
                 raise MatrixError(f"{path}:{line_no}:1: error: row has {len(bits)} entries, expected {len(rows[0])}")
             rows.append([int(b) for b in bits])
-    except OSError as exc:
-        raise MatrixError(f"{path}:1:1: error: cannot read matrix: {exc.strerror}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise MatrixError(f"{path}:1:1: error: cannot read matrix: {reason}") from None
     if not rows:
         raise MatrixError(f"{path}:1:1: error: empty matrix")
     return np.array(rows, dtype=np.uint8)
@@ -243,11 +273,15 @@ class TannerGraph:
 
     @classmethod
     def load(cls, path: Path) -> TannerGraph:
-        meta = json.loads((path / "program.json").read_text())
-        if meta.pop("format", None) != FORMAT:
-            raise ValueError(f"{path}: not a compiled Tanner graph")
-        arrays = load_file(str(path / "arrays.safetensors"))
-        return cls(arrays.pop("h"), meta, arrays)
+        """Read a graph saved by :meth:`save`; raises ValueError on anything else."""
+        try:
+            meta = json.loads((path / "program.json").read_text())
+            if not isinstance(meta, dict) or meta.pop("format", None) != FORMAT:
+                raise ValueError("not a compiled Tanner graph")
+            arrays = load_file(str(path / "arrays.safetensors"))
+            return cls(arrays.pop("h"), meta, arrays)
+        except (OSError, ValueError, KeyError, TypeError, SafetensorError) as exc:
+            raise ValueError(f"{path}: cannot load the Tanner graph ({type(exc).__name__}: {exc})") from None
 
 
 def _extrinsic(side: str, node: np.ndarray, edge_ids: np.ndarray) -> dict[str, np.ndarray]:

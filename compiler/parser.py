@@ -13,7 +13,8 @@ from pathlib import Path
 from lark import Lark, Token, Tree, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from nlndl.compiler import ast
-from nlndl.compiler.diagnostics import CompileError, Diagnostics, Span
+from nlndl.compiler.diagnostics import CompileError, Diagnostics, Span, size_text
+from nlndl.compiler.symbols import MAX_NUMBER, MIN_NUMBER, number_value
 
 TOKEN_NAMES = {
     "IDENT": "a name",
@@ -67,11 +68,38 @@ def _syntax_message(exc: UnexpectedInput) -> str:
     return "syntax error"
 
 
+def string_value(token: str) -> tuple[str, str | None]:
+    """The text of a quoted STRING token and a problem to report, if any: an escape other than \\" or \\\\,
+    or a control character (which the tab-separated facts files nlndl writes could not hold)."""
+    out, i, body = [], 0, token[1:-1]
+    while i < len(body):
+        char = body[i]
+        if char == "\\":
+            escaped = body[i + 1 : i + 2]
+            if escaped not in ('"', "\\"):
+                return "".join(out), f"unsupported escape \\{escaped} in a string (only \\\" and \\\\ are read)"
+            out.append(escaped)
+            i += 2
+            continue
+        if ord(char) < 32 or ord(char) == 127:
+            return "".join(out), f"control character {char!r} in a string"
+        out.append(char)
+        i += 1
+    return "".join(out), None
+
+
+def _clip(text: str, width: int = 24) -> str:
+    return text if len(text) <= width else f"{text[:width]}... ({len(text)} characters)"
+
+
 class _Builder:
     """Walks a lark tree of one file into the Sketch being built."""
 
-    def __init__(self, path: Path, sketch: ast.Sketch, diags: Diagnostics, seen: set[Path]) -> None:
+    def __init__(
+        self, path: Path, sketch: ast.Sketch, diags: Diagnostics, seen: set[Path], memory_limit: int | None
+    ) -> None:
         self.path, self.sketch, self.diags, self.seen = path, sketch, diags, seen
+        self.memory_limit = memory_limit
         self.file = str(path)
 
     def span(self, node: Tree | Token) -> Span:
@@ -79,13 +107,28 @@ class _Builder:
             return Span(self.file, node.line or 1, node.column or 1)
         return Span(self.file, node.meta.line, node.meta.column) if not node.meta.empty else Span(self.file, 1, 1)
 
+    def number(self, token: Token) -> int:
+        """A NUMBER token as an int in Soufflé's and clingo's 32-bit range (a located error, and 0, beyond it)."""
+        value = number_value(str(token))
+        if value is None:
+            self.diags.error(self.span(token), f"number {_clip(str(token))} is out of range {MIN_NUMBER}..{MAX_NUMBER}")
+            return 0
+        return value
+
+    def string(self, token: Token) -> str:
+        """A STRING token's text, with the escapes \\" and \\\\ (the only ones Soufflé and clingo read alike)."""
+        text, problem = string_value(str(token))
+        if problem is not None:
+            self.diags.error(self.span(token), problem)
+        return text
+
     def term(self, node: Tree) -> ast.Term:
         token = node.children[0]
         span = self.span(token)
         if node.data == "number_term":
-            return ast.Const(int(token), span)
+            return ast.Const(self.number(token), span)
         if node.data == "string_term":
-            return ast.Const(bytes(token[1:-1], "utf-8").decode("unicode_escape"), span)
+            return ast.Const(self.string(token), span)
         text = str(token)
         return ast.Var(text, span) if text[0].isupper() or text[0] == "_" else ast.Const(text, span)
 
@@ -105,7 +148,7 @@ class _Builder:
             return ast.Option(str(key), True, self.span(key))
         value = node.children[1]
         if value.data == "number":
-            parsed: str | int | tuple[str, ...] = int(value.children[0])
+            parsed: str | int | tuple[str, ...] = self.number(value.children[0])
         elif value.data == "names":
             parsed = tuple(str(c) for c in value.children if c is not None)
         else:
@@ -139,7 +182,7 @@ class _Builder:
         elif kind == "steps_dir":
             if sketch.steps is not None:
                 self.diags.error(span, f"duplicate .steps (first at {sketch.steps[1]})")
-            sketch.steps = (int(kids[0]), span)
+            sketch.steps = (self.number(kids[0]), span)
         elif kind == "closed_dir":
             sketch.closed.extend((str(k), self.span(k)) for k in kids)
         elif kind == "function_dir":
@@ -164,16 +207,17 @@ class _Builder:
             world.clauses.append(ast.Clause(self.atom(head), literals, self.span(head)))
 
     def include(self, token: Token) -> None:
-        target = (self.path.parent / str(token)[1:-1]).resolve()
+        target = (self.path.parent / self.string(token)).resolve()
         if target in self.seen:
             self.diags.error(self.span(token), f"cyclic .include of {target}")
             return
         try:
-            text = target.read_text()
-        except OSError as exc:
-            self.diags.error(self.span(token), f"cannot read included file {target}: {exc.strerror}")
+            text = _read(target, "included file", Diagnostics(), self.memory_limit)
+        except CompileError as exc:
+            reason = exc.diagnostics.errors[0].message
+            self.diags.error(self.span(token), f"cannot include {target}: {reason}")
             return
-        _parse_into(text, target, self.sketch, self.diags, self.seen | {target})
+        _parse_into(text, target, self.sketch, self.diags, self.seen | {target}, self.memory_limit)
 
 
 def _end_of(text: str) -> tuple[int, int]:
@@ -183,7 +227,9 @@ def _end_of(text: str) -> tuple[int, int]:
     return len(lines), len(lines[-1]) + 1
 
 
-def _parse_into(text: str, path: Path, sketch: ast.Sketch, diags: Diagnostics, seen: set[Path]) -> None:
+def _parse_into(
+    text: str, path: Path, sketch: ast.Sketch, diags: Diagnostics, seen: set[Path], memory_limit: int | None = None
+) -> None:
     diags.sources[str(path)] = sketch.sources[str(path)] = text
     try:
         tree = grammar().parse(text)
@@ -192,46 +238,71 @@ def _parse_into(text: str, path: Path, sketch: ast.Sketch, diags: Diagnostics, s
         line, column = _end_of(text) if at_end else (max(exc.line, 1), max(exc.column, 1))
         diags.error(Span(str(path), line, column), _syntax_message(exc))
         return
-    _Builder(path, sketch, diags, seen).items(tree.children, sketch.worlds[0])
+    _Builder(path, sketch, diags, seen, memory_limit).items(tree.children, sketch.worlds[0])
 
 
-def parse_text(text: str, filename: str = "<sketch>") -> tuple[ast.Sketch, Diagnostics]:
+def parse_text(
+    text: str, filename: str = "<sketch>", memory_limit: int | None = None
+) -> tuple[ast.Sketch, Diagnostics]:
     """Parse sketch source; returns the (possibly partial) Sketch and the diagnostics found."""
     sketch = ast.Sketch(worlds=[ast.World("main", None)])
     diags = Diagnostics()
     path = Path(filename)
-    _parse_into(text, path, sketch, diags, {path.resolve()} if filename != "<sketch>" else set())
+    _parse_into(text, path, sketch, diags, {path.resolve()} if filename != "<sketch>" else set(), memory_limit)
     return sketch, diags
 
 
-def parse_file(path: Path, background: tuple[Path, ...] = ()) -> ast.Sketch:
+PARSE_BYTES = 300  # peak memory of parsing, per character of source (measured: 274 on 40,000 facts)
+
+
+def parse_file(path: Path, background: tuple[Path, ...] = (), memory_limit: int | None = None) -> ast.Sketch:
     """Parse a sketch file, then each ``background`` program into it (see :func:`add_background`);
-    raises CompileError with every diagnostic if any were found."""
-    sketch, diags = parse_text(_read(path, "sketch", Diagnostics()), str(path))
+    raises CompileError with every diagnostic if any were found, or if parsing a file would take more than
+    ``memory_limit`` bytes (estimated from its size)."""
+    sketch, diags = parse_text(_read(path, "sketch", Diagnostics(), memory_limit), str(path), memory_limit)
     for extra in background:
-        add_background(sketch, extra, diags)
+        add_background(sketch, extra, diags, memory_limit)
     if diags:
         raise CompileError(diags)
     return sketch
 
 
-def _read(path: Path, what: str, diags: Diagnostics) -> str:
+def _read(path: Path, what: str, diags: Diagnostics, memory_limit: int | None = None) -> str:
     try:
-        return path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        diags.error(Span(str(path), 1, 1), f"cannot read {what}: {getattr(exc, 'strerror', None) or exc}")
+        if not path.is_file():
+            diags.error(Span(str(path), 1, 1), f"cannot read {what}: not a regular file")
+            raise CompileError(diags)
+        size = path.stat().st_size
+        if memory_limit is not None and size * PARSE_BYTES > memory_limit:
+            diags.error(
+                Span(str(path), 1, 1),
+                f"{what} of {size_text(size)} would take about {size_text(size * PARSE_BYTES)} to parse, over the "
+                f"limit of {size_text(memory_limit)}; give large fact sets as .facts files (.input), "
+                "or raise --memory-limit",
+            )
+            raise CompileError(diags)
+        raw = path.read_bytes()
+    except OSError as exc:
+        diags.error(Span(str(path), 1, 1), f"cannot read {what}: {exc.strerror or exc}")
+        raise CompileError(diags) from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        diags.error(Span(str(path), line, column), f"{what} is not UTF-8 text (byte 0x{raw[exc.start]:02x})")
         raise CompileError(diags) from None
 
 
-def add_background(sketch: ast.Sketch, path: Path, diags: Diagnostics) -> None:
+def add_background(sketch: ast.Sketch, path: Path, diags: Diagnostics, memory_limit: int | None = None) -> None:
     """Add the rules of a Datalog program (such as the ``<name>.dl`` an earlier ``nlndl train`` wrote)
     to ``sketch`` as background rules shared by every world: how a learned predicate becomes background
     knowledge of the next task. Its types and declarations are taken where the sketch lacks them and
     must agree where it has them; ``.input``/``.output`` are ignored; learning directives, examples and
     worlds are errors. Its facts and rules hold in every world."""
-    text = _read(path, "background program", diags)
+    text = _read(path, "background program", diags, memory_limit)
     extra = ast.Sketch(worlds=[ast.World("main", None)])
-    _parse_into(text, path, extra, diags, {path.resolve()})
+    _parse_into(text, path, extra, diags, {path.resolve()}, memory_limit)
     sketch.sources.update(extra.sources)
     for item, what in (
         (extra.learns, ".learn"),

@@ -9,6 +9,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 Value = str | int
+MIN_NUMBER, MAX_NUMBER = -(2**31), 2**31 - 1  # Soufflé's default number type, and clingo's integers
+
+
+def number_value(text: str) -> int | None:
+    """``text`` (ASCII digits with an optional minus sign) as an int, or None when it is not one or lies outside
+    the 32-bit range; the length is checked before conversion, so a number of any length costs nothing."""
+    negative = text.startswith("-")
+    digits = text[1:] if negative else text
+    if not digits or not digits.isascii() or not digits.isdigit():
+        return None
+    digits = digits.lstrip("0") or "0"
+    if len(digits) > 10:
+        return None
+    value = -int(digits) if negative else int(digits)
+    return value if MIN_NUMBER <= value <= MAX_NUMBER else None
 
 
 @dataclass

@@ -30,3 +30,38 @@ def keep_freed_memory() -> bool:
         return False
     mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
     return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+
+
+def others_running(samples: int = 5, interval: float = 0.01) -> int:
+    """Runnable tasks on this machine besides this process, the fewest seen in ``samples`` looks at
+    /proc/loadavg (its fourth field counts the tasks running now); 0 where that cannot be read."""
+    import time
+
+    seen = []
+    for i in range(samples):
+        try:
+            with open("/proc/loadavg") as handle:
+                running = int(handle.read().split()[3].split("/")[0])
+        except (OSError, ValueError, IndexError):
+            return 0
+        seen.append(running - 1)
+        if i + 1 < samples:
+            time.sleep(interval)
+    return max(0, min(seen))
+
+
+def share_cpu() -> str | None:
+    """Choose OpenMP's wait policy for this process from the load it starts under, unless the user chose one;
+    returns the policy set. On a machine where another process is running, idle OpenMP threads sleep
+    (``OMP_WAIT_POLICY=PASSIVE``) instead of spinning, since the spinning threads of two processes starve each
+    other; on an idle machine the default stays, whose brief spinning makes small steps about twice as fast
+    (``nlndl bench runtime --busy`` measures both). It must be set before torch loads its OpenMP runtime, so
+    it does nothing once torch is imported."""
+    import os
+
+    if "torch" in sys.modules or "OMP_WAIT_POLICY" in os.environ:
+        return None
+    if others_running() == 0:
+        return None
+    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    return "PASSIVE"

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from nlndl.compiler import compile_sketch
+from nlndl.compiler import ast, compile_sketch
 from nlndl.compiler.crisp import Rule
 from nlndl.compiler.diagnostics import CompileError, Diagnostics, Span
 from nlndl.compiler.ground import to_rule
@@ -22,6 +22,7 @@ from nlndl.compiler.parser import parse_file
 from nlndl.compiler.symbols import SymbolTable
 from nlndl.export import write_program
 from nlndl.learn import LearnConfig, LearnResult, learn
+from nlndl.output import OutputDir
 from nlndl.runtime.chain import ChainConfig
 from nlndl.runtime.train import TrainConfig
 from nlndl.verify import Score, clingo_score, crisp_score
@@ -60,28 +61,74 @@ def train(
 
 
 def export(result: LearnResult, program: CompiledProgram, out: str | Path, name: str, origin: str = "") -> list[Path]:
-    """Write OUT/name.dl (Soufflé), OUT/name.lp (clingo) and each world's facts."""
-    return write_program(Path(out), name, program, result.rules, origin or name)
+    """Write OUT/name.dl (Soufflé), OUT/name.lp (clingo) and each world's facts, as ``nlndl train`` does:
+    replacing only files nlndl wrote there (OutputError otherwise), each file whole or not at all."""
+    directory = OutputDir(Path(out))
+    written = directory.publish(lambda staging: write_program(staging, name, program, result.rules, origin or name))
+    return [directory.root / rel for rel in written]
 
 
-def read_rules(path: Path, program: CompiledProgram) -> list[Rule]:
-    """Rules (clauses with a body) of a Datalog file in the sketch syntax, e.g. an exported ``.dl``."""
-    sketch = parse_file(path)
+def read_rules(path: Path, program: CompiledProgram, memory_limit: int | None = None) -> list[Rule]:
+    """The rules of a Datalog file in the sketch syntax (e.g. an exported ``.dl``), checked against the sketch
+    as a Datalog engine would: known relations with their arities and types, safe variables, rules only (its
+    declarations and .input/.output lines are read and ignored). Raises CompileError with located errors."""
+    sketch = parse_file(path, memory_limit=memory_limit)
     symbols = SymbolTable.from_json(program.symbols)
     diags = Diagnostics(sources=dict(sketch.sources))
+    for items, what in (
+        (sketch.learns, ".learn"),
+        (sketch.closed, ".closed"),
+        (sketch.functions, ".function"),
+        (sketch.worlds[1:], ".world"),
+        ([e for w in sketch.worlds for e in w.examples], "an example"),
+    ):
+        for item in items:
+            span = item[1] if isinstance(item, tuple) else item.span
+            diags.error(span, f"{what} in a rules file (it may hold rules and declarations only)")
+    if sketch.steps is not None:
+        diags.error(sketch.steps[1], ".steps in a rules file (it may hold rules and declarations only)")
     rules = []
     for clause in (c for w in sketch.worlds for c in w.clauses):
         if not clause.body:
+            diags.error(clause.span, "a fact in a rules file: facts come from the sketch")
             continue
-        for atom in (clause.head, *(lit.atom for lit in clause.body)):
-            if atom.predicate not in program.relations:
-                diags.error(atom.span, f"relation {atom.predicate} is not in the sketch")
-        rules.append(to_rule(clause, symbols))
-    if len(symbols.values) != len(program.symbols):
+        if _rule_ok(clause, program, diags):
+            rules.append(to_rule(clause, symbols))
+    if not diags and len(symbols.values) != len(program.symbols):
         diags.error(Span(str(path), 1, 1), "the rules mention constants that the sketch does not have")
     if diags:
         raise CompileError(diags)
     return rules
+
+
+def _rule_ok(clause, program: CompiledProgram, diags: Diagnostics) -> bool:
+    """Report what makes ``clause`` unfit to run on the sketch: unknown relations, wrong arities or constant
+    types, a head that is not learned, unsafe variables."""
+    errors = len(diags.errors)
+    for atom in (clause.head, *(lit.atom for lit in clause.body)):
+        relation = program.relations.get(atom.predicate)
+        if relation is None:
+            diags.error(atom.span, f"relation {atom.predicate} is not in the sketch")
+            continue
+        types = relation["types"]
+        if len(atom.args) != len(types):
+            expected = f"expected {len(types)}, got {len(atom.args)}"
+            diags.error(atom.span, f"mismatching arity of relation {atom.predicate} ({expected})")
+            continue
+        for position, (arg, type_name) in enumerate(zip(atom.args, types, strict=True)):
+            base = program.types.get(type_name, type_name)  # every declared type maps to its base
+            if isinstance(arg, ast.Const) and arg.is_number != (base == "number"):
+                diags.error(arg.span, f"argument {position + 1} of {atom.predicate} is a {base}")
+    if clause.head.predicate in program.relations and clause.head.predicate not in program.learned:
+        diags.error(clause.head.span, f"rule for {clause.head.predicate}, which the sketch does not learn")
+    bound = {a.name for lit in clause.body if not lit.negated for a in lit.atom.args if isinstance(a, ast.Var)}
+    for atom, where in ((clause.head, "head"), *((lit.atom, "negated atom") for lit in clause.body if lit.negated)):
+        for arg in atom.args:
+            if isinstance(arg, ast.Var) and arg.name == "_" and where == "head":
+                diags.error(arg.span, "'_' in a rule head: a head argument must be a constant or a body variable")
+            elif isinstance(arg, ast.Var) and arg.name != "_" and arg.name not in bound:
+                diags.error(arg.span, f"variable {arg.name} in the {where} is not bound by a positive body atom")
+    return len(diags.errors) == errors
 
 
 def check(rules: str | Path, sketch: str | Path | CompiledProgram) -> tuple[Score, Score]:

@@ -1,6 +1,6 @@
 """The ``nlndl`` command line: one verb per job, no logic beyond argument handling and printing.
 
-Exit codes: 0 success, 1 diagnostics or a failed job, 2 usage errors.
+Exit codes: 0 success, 1 diagnostics or a failed job, 2 usage errors, 3 an internal error (a bug), 130 Ctrl-C.
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ from rich.console import Console
 from rich.table import Table
 
 from nlndl import __version__
-from nlndl.allocator import keep_freed_memory
-from nlndl.output import OutputError, check_replaceable_program, check_writable, write_bytes_atomic, write_json
+from nlndl.allocator import keep_freed_memory, share_cpu
+from nlndl.output import OutputDir, OutputError, check_writable, write_bytes_atomic, write_json
 from nlndl.progress import progress_bar, status_line
 
+INTERNAL_ERROR = 3  # exit code of a bug: 0 success, 1 diagnostics or a failed job, 2 usage
 MAX_ITERS = 4000  # TrainConfig.max_iters, written out so that --help does not import torch
 
 app = typer.Typer(
@@ -52,6 +53,7 @@ def root(
 ) -> None:
     """Learn explicit, verifiable Datalog programs with Neural Logic Networks."""
     keep_freed_memory()  # this process only: step temporaries reuse heap memory instead of fresh pages
+    share_cpu()  # idle OpenMP threads sleep: a busy machine costs a run no more than its share
 
 
 def _fail(message: str) -> None:
@@ -80,13 +82,30 @@ def _check_outputs(*paths: Path | None) -> None:
                 _fail(str(exc))
 
 
-def _save_and_summarise(summary: dict, output: Path | None, save, json_summary: bool) -> dict:
-    """Save a compiled artefact to ``output`` (replacing only an earlier one) and print JSON if asked."""
-    from nlndl.output import replace_directory
+PROGRAM_FILES = ["program.json", "arrays.safetensors"]
 
+
+def _program_dir(output: Path | None) -> OutputDir | None:
+    """The directory ``-o`` names, checked before compiling: it may hold an earlier nlndl output, nothing else
+    that nlndl would replace."""
+    if output is None:
+        return None
+    try:
+        directory = OutputDir(output)
+        directory.check(PROGRAM_FILES)
+    except OutputError as exc:
+        _fail(str(exc))
+    return directory
+
+
+def _save_and_summarise(summary: dict, output: OutputDir | None, save, json_summary: bool) -> dict:
+    """Save a compiled artefact into ``output`` (replacing only an earlier one) and print JSON if asked."""
     if output is not None:
-        replace_directory(output, save)
-        summary["output"] = str(output)
+        try:
+            output.publish(save, expected=PROGRAM_FILES)
+        except OutputError as exc:
+            _fail(str(exc))
+        summary["output"] = str(output.root)
     if json_summary:
         typer.echo(json.dumps(summary))
     return summary
@@ -129,25 +148,16 @@ def compile_command(
 ) -> None:
     """Check a program sketch and compile it to index arrays."""
     from nlndl.compiler import CompileError, compile_sketch
-    from nlndl.output import parse_size
     from nlndl.show import show_depgraph, show_ir, show_strata
 
-    try:
-        limit = parse_size(memory_limit)
-    except ValueError as exc:
-        typer.echo(f"error: --memory-limit: {exc}", err=True)
-        raise typer.Exit(2) from None
-    if output is not None:
-        try:
-            check_replaceable_program(output)
-        except OutputError as exc:
-            _fail(str(exc))
+    limit = _size_option(memory_limit)
+    target = _program_dir(output)
     try:
         program = compile_sketch(sketch, fact_dir, memory_limit=limit, steps=steps, background=tuple(background or ()))
     except CompileError as exc:
         _fail(exc.diagnostics.render())
     _warn(program.warnings)
-    summary = _save_and_summarise(program.summary(), output, program.save, json_summary)
+    summary = _save_and_summarise(program.summary(), target, program.save, json_summary)
     if not json_summary:
         learned = ", ".join(summary["learned"]) or "none"
         lines = [
@@ -175,13 +185,34 @@ class ClassWeight(StrEnum):  # runtime.chain.CLASS_WEIGHTS, here without importi
     none = "none"
 
 
-def _compile_or_fail(
-    sketch: Path, fact_dir: Path | None, steps: int | None = None, background: list[Path] | None = None
-):
-    from nlndl.compiler import CompileError, compile_sketch
+def _size_option(text: str, option: str = "--memory-limit") -> int:
+    """A size option in bytes (exit 2 when it cannot be read)."""
+    from nlndl.output import parse_size
 
     try:
-        program = compile_sketch(sketch, fact_dir, steps=steps, background=tuple(background or ()))
+        return parse_size(text)
+    except ValueError as exc:
+        typer.echo(f"error: {option}: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+def _compile_or_fail(
+    sketch: Path,
+    fact_dir: Path | None,
+    steps: int | None = None,
+    background: list[Path] | None = None,
+    memory_limit: int | None = None,
+):
+    from nlndl.compiler import DEFAULT_MEMORY_LIMIT, CompileError, compile_sketch
+
+    try:
+        program = compile_sketch(
+            sketch,
+            fact_dir,
+            memory_limit=memory_limit or DEFAULT_MEMORY_LIMIT,
+            steps=steps,
+            background=tuple(background or ()),
+        )
     except CompileError as exc:
         _fail(exc.diagnostics.render())
     _warn(program.warnings)
@@ -194,22 +225,24 @@ def _warn(warnings: list[str]) -> None:
         typer.echo(warning, err=True)
 
 
-def _check_results_dir(out: Path, stem: str) -> None:
-    """Files nlndl writes may replace earlier nlndl output, never a file the user wrote."""
-    if out.exists() and not out.is_dir():
-        _fail(f"{out}: error: exists and is not a directory")
+def _results_dir(out: Path, stem: str, program, resume: bool) -> tuple[OutputDir, str]:
+    """The output directory of ``train``, with every path it may write checked before training starts: files
+    nlndl derives may replace what nlndl wrote there (its manifest says which), never anything else; with
+    ``resume``, the checkpoint it continues from is replaced by its continuation."""
+    from nlndl.export import planned_paths
+
+    files, dirs = planned_paths(stem, program)
+    checkpoint = f"{stem}.checkpoint"
+    saved = [f"{checkpoint}/checkpoint.json", f"{checkpoint}/checkpoint.safetensors"]
+    files += [f"{stem}.json", *saved]
     try:
-        out.mkdir(parents=True, exist_ok=True)  # creating directories overwrites nothing
-    except OSError as exc:
-        _fail(f"{out}: error: cannot create the output directory: {exc.strerror}")
-    for suffix, mark in ((".dl", "// Learned by nlndl"), (".lp", "% Learned by nlndl"), (".json", '"nlndl":')):
-        path = out / f"{stem}{suffix}"
-        if path.exists() and mark not in path.read_text(errors="replace")[:200]:
-            _fail(f"{path}: error: exists and was not written by nlndl; refusing to overwrite it")
-    try:
-        check_writable(out / f"{stem}.dl")
+        directory = OutputDir(out)
+        if resume:
+            directory.adopted.update(saved)
+        directory.check(files, [*dirs, checkpoint])
     except OutputError as exc:
         _fail(str(exc))
+    return directory, checkpoint
 
 
 @app.command("train")
@@ -244,6 +277,9 @@ def train_command(
     ] = False,
     json_summary: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    memory_limit: Annotated[
+        str, typer.Option(help="Refuse compiling or training that is estimated to need more memory than this.")
+    ] = "8GiB",
     background: Background = None,
 ) -> None:
     """Learn the sketch's predicates; write the verified rules as Soufflé and clingo Datalog.
@@ -254,29 +290,45 @@ def train_command(
     from nlndl.export import write_program
     from nlndl.learn import LearnConfig, learn
     from nlndl.progress import training_bar
+    from nlndl.runtime.budget import BudgetError
     from nlndl.runtime.chain import ChainConfig
-    from nlndl.runtime.train import TrainConfig
+    from nlndl.runtime.train import CheckpointError, TrainConfig, read_checkpoint
 
     _check_device(device)
-    program = _compile_or_fail(sketch, fact_dir, steps, background)
+    limit = _size_option(memory_limit)
+    program = _compile_or_fail(sketch, fact_dir, steps, background, limit)
     stem = "_".join(sorted(program.learned)) or sketch.stem
-    _check_results_dir(output_dir, stem)
     checkpoint = output_dir / f"{stem}.checkpoint"
-    if resume and not (checkpoint / "checkpoint.json").exists():
-        _fail(f"{checkpoint}: error: no checkpoint to resume from")
+    if resume:
+        if not (checkpoint / "checkpoint.json").is_file():
+            _fail(f"{checkpoint}: error: no checkpoint to resume from")
+        try:
+            read_checkpoint(checkpoint)
+        except CheckpointError as exc:
+            _fail(f"{checkpoint}: error: checkpoint is unusable: {exc}; it was left as it was")
+    out, checkpoint_rel = _results_dir(output_dir, stem, program, resume)
     config = LearnConfig(
         train=TrainConfig(seed=seed, max_iters=max_iters, time_limit=time_limit),
         chain=ChainConfig(restarts=restarts, class_weight=class_weight.value).for_program(program),  # bar shows it
         device=device,
+        memory_limit=limit,
     )
+
+    def save_checkpoint(trainer) -> None:
+        out.publish(lambda staging: trainer.save(staging / checkpoint_rel))
+
     try:
         with training_bar(max_iters, config.chain.restarts, quiet or json_summary) as progress:
-            result = learn(program, config, progress, resume=checkpoint if resume else None, checkpoint=checkpoint)
+            result = learn(program, config, progress, resume=checkpoint if resume else None, checkpoint=save_checkpoint)
     except KeyboardInterrupt:
         typer.echo(f"interrupted: checkpoint saved to {checkpoint}; continue with --resume", err=True)
         raise typer.Exit(130) from None
-    output_dir.mkdir(parents=True, exist_ok=True)
-    write_program(output_dir, stem, program, result.rules, str(sketch))
+    except CheckpointError as exc:
+        _fail(f"{checkpoint}: error: checkpoint is unusable: {exc}; it was left as it was")
+    except BudgetError as exc:
+        _fail(f"{sketch}: error: {exc}")
+    except OutputError as exc:
+        _fail(f"{exc}\n(the checkpoint could not be saved; what was there is unchanged)")
     record = {
         "nlndl": __version__,
         "sketch": str(sketch.resolve()),
@@ -286,11 +338,18 @@ def train_command(
         "class_weight": class_weight.value,
         **result.to_json(),
     }
-    write_json(output_dir / f"{stem}.json", record)
-    if result.solved and checkpoint.exists():
-        import shutil
 
-        shutil.rmtree(checkpoint)
+    def write_results(staging: Path) -> None:
+        write_program(staging, stem, program, result.rules, str(sketch))
+        (staging / f"{stem}.json").write_text(json.dumps(record, indent=1) + "\n")
+
+    try:
+        out.publish(write_results)
+    except OutputError as exc:
+        typer.echo("\n".join(["rules learned (not saved):", *result.rule_texts()]), err=True)
+        _fail(str(exc))
+    if result.solved:
+        out.remove_tree(checkpoint_rel)
     if json_summary:
         keys = ("solved", "seconds", "iterations", "restarts", "rules", "accuracy")
         typer.echo(json.dumps({k: record[k] for k in keys}))
@@ -350,15 +409,19 @@ def check_command(
     sketch: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="The sketch with the examples.")],
     fact_dir: Annotated[Path | None, typer.Option("-F", "--fact-dir", help="Where .facts files are.")] = None,
     background: Background = None,
+    memory_limit: Annotated[
+        str, typer.Option(help="Refuse sketches and rules files estimated to need more memory than this.")
+    ] = "2GiB",
 ) -> None:
     """Run rules on a sketch's worlds with clingo; report examples they get wrong. Exit 0 if none."""
     from nlndl.api import read_rules
     from nlndl.compiler import CompileError
     from nlndl.verify import clingo_score
 
-    program = _compile_or_fail(sketch, fact_dir, background=background)
+    limit = _size_option(memory_limit)
+    program = _compile_or_fail(sketch, fact_dir, background=background, memory_limit=limit)
     try:
-        parsed = read_rules(rules, program)
+        parsed = read_rules(rules, program, memory_limit=limit)
     except CompileError as exc:
         _fail(exc.diagnostics.render())
     score = clingo_score(program, parsed)
@@ -401,6 +464,9 @@ def _numbers(text: str, option: str, kind: type = float) -> list:
     return values
 
 
+CODEWORD_BYTES = 16  # per bit of a test codeword: the word, its erasures, channel messages and decisions
+EVAL_MEMORY = 2 * 1024**3
+
 MatrixOption = Annotated[
     Path | None,
     typer.Option(exists=True, dir_okay=False, help="Parity-check matrix: *.alist, or 0/1 text (a row per line)."),
@@ -428,21 +494,36 @@ def ldpc_train(
     ] = None,
     json_summary: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON object.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress line.")] = False,
+    memory_limit: Annotated[
+        str, typer.Option(help="Refuse training steps estimated to need more memory than this.")
+    ] = "8GiB",
 ) -> None:
     """Train a recurrent erasure decoder on random codewords; save weights (safetensors) and settings (JSON)."""
     from dataclasses import replace
 
     from nlndl import ldpc
+    from nlndl.runtime.budget import BudgetError
 
-    if output.exists() and (not output.is_dir() or (any(output.iterdir()) and not (output / "decoder.json").is_file())):
-        _fail(f"{output}: error: exists and is not a decoder directory; not overwriting it")
+    decoder_files = ["decoder.json", "decoder.safetensors"]
+    try:
+        target = OutputDir(output)
+        target.check(decoder_files)
+    except OutputError as exc:
+        _fail(str(exc))
     graph = _tanner_graph(matrix, generate, code_seed)
     cfg = replace(
         ldpc.TrainConfig(), kind=decoder.value, steps=steps, batch=batch, iterations=iterations, seed=seed, lr=lr
     )
-    with status_line(quiet) as tell:
-        trained, history = ldpc.train_decoder(graph, cfg, tell)
-    ldpc.save_decoder(output, trained, cfg, history)
+    limit = _size_option(memory_limit)
+    try:
+        with status_line(quiet) as tell:
+            trained, history = ldpc.train_decoder(graph, cfg, tell, limit)
+    except BudgetError as exc:
+        _fail(f"error: {exc}")
+    try:
+        target.publish(lambda staging: ldpc.save_decoder(staging, trained, cfg, history), expected=decoder_files)
+    except OutputError as exc:
+        _fail(str(exc))
     summary = {k: v for k, v in history.items() if k != "curve"}
     summary["output"] = str(output)
     if trained.shape.kind == "nln":
@@ -486,6 +567,12 @@ def ldpc_eval(
     except ValueError as exc:
         _fail(f"error: {exc}")
     graph = _tanner_graph(matrix, generate, code_seed)
+    need = codewords * int(graph.meta["n"]) * CODEWORD_BYTES
+    if need > EVAL_MEMORY:
+        _fail(
+            f"error: --codewords {codewords:,} of length {graph.meta['n']} need about {need / 2**30:.1f} GiB "
+            f"of codewords and erasures, over {EVAL_MEMORY / 2**30:.0f} GiB; use fewer --codewords"
+        )
     try:
         rows = ldpc.compare(graph, {trained.shape.kind: trained}, eps_list, ts, codewords, seed)
     except ValueError as exc:
@@ -520,13 +607,9 @@ def ldpc_compile(
     if (matrix is None) == (generate is None):
         typer.echo("error: give exactly one of --matrix FILE or --generate N,DV,DC", err=True)
         raise typer.Exit(2)
-    if output is not None:
-        try:
-            check_replaceable_program(output)
-        except OutputError as exc:
-            _fail(str(exc))
+    target = _program_dir(output)
     graph = _tanner_graph(matrix, generate, seed)
-    summary = _save_and_summarise(graph.summary(), output, graph.save, json_summary)
+    summary = _save_and_summarise(graph.summary(), target, graph.save, json_summary)
     if not json_summary:
         typer.echo(
             f"Tanner graph: n={summary['n']} variables, m={summary['m']} checks, {summary['edges']} edges, "
@@ -582,6 +665,33 @@ def bench_ilp(
         write_bytes_atomic(markdown_path, table.encode())
 
 
+@bench_app.command("fuzz")
+def bench_fuzz(
+    inputs: Annotated[int, typer.Option(min=1, help="Fuzz inputs to run.")] = 10_000,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the input stream.")] = 0,
+    json_path: Annotated[Path | None, typer.Option("--json", help="Write the summary and failures as JSON.")] = None,
+    examples: Annotated[Path, typer.Option(help="Bundled sketches to mutate.")] = Path("examples/ilp"),
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Grammar-drawn and mutated sketches through compile and check: counts tracebacks, hangs and runaways."""
+    from nlndl.bench import fuzz
+
+    _check_outputs(json_path)
+    if not examples.is_dir():
+        _fail(f"{examples}: error: no such folder of ILP sketches (run from the repository or give --examples)")
+    with progress_bar(-(-inputs // fuzz.REPORT_EVERY), quiet) as tell:
+        report = fuzz.run(inputs, seed, examples, tell)
+    summary = report.to_json()
+    typer.echo(
+        f"{summary['inputs']:,} inputs in {summary['seconds']:.0f} s: {summary['tracebacks']} tracebacks, "
+        f"{report.hangs} hangs over {fuzz.HANG_SECONDS:g} s, {report.memory} over 4 GiB; slowest input "
+        f"{summary['slowest_seconds']:.2f} s; exit codes {summary['exit_codes']}"
+    )
+    if json_path is not None:
+        write_json(json_path, summary)
+    raise typer.Exit(0 if not report.failures else 1)
+
+
 @bench_app.command("runtime")
 def bench_runtime(
     quick: Annotated[bool, typer.Option("--quick", help="Smaller programs only.")] = False,
@@ -589,6 +699,9 @@ def bench_runtime(
     restarts: Annotated[int, typer.Option(min=1, help="Restarts per step.")] = 8,
     steps: Annotated[int, typer.Option(min=1, help="Cap on forward-chaining steps T.")] = 10,
     iters: Annotated[int, typer.Option(min=1, help="Timed training steps per case.")] = 5,
+    busy: Annotated[
+        bool, typer.Option("--busy", help="Also measure each case beside one competing CPU-bound process.")
+    ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Time per training step and gathered atom-slots per second (CPU, and CUDA when available)."""
@@ -598,12 +711,15 @@ def bench_runtime(
 
     _check_outputs(json_path)
     devices = ("cpu", "cuda") if torch.cuda.is_available() else ("cpu",)
-    n_cases = len(runtime.cases(quick)) * len(devices)
+    n_cases = len(runtime.cases(quick)) * len(devices) * (2 if busy else 1)
     with progress_bar(n_cases, quiet) as tell:
-        rows = runtime.run(quick, devices, restarts, steps, iters, tell)
-    table = Table(title=f"Runtime: {restarts} restarts, T <= {steps}, torch {torch.__version__}")
+        rows = runtime.run(quick, devices, restarts, steps, iters, tell, busy)
+    table = Table(title=f"Runtime: {restarts} restarts, T <= {steps}, torch {torch.__version__}, "
+                  f"{torch.get_num_threads()} threads")
     for column in (
         "case",
+        "load",
+        "wait policy",
         "device",
         "scatter",
         "substitutions",
@@ -617,6 +733,8 @@ def bench_runtime(
     for r in rows:
         table.add_row(
             r["case"],
+            r["load"],
+            r["wait_policy"],
             r["device"],
             r["scatter"],
             f"{r['substitutions']:,}",
@@ -741,5 +859,31 @@ def bench_ldpc(
 
 
 def main() -> None:
-    """Entry point of the ``nlndl`` console script."""
-    app()
+    """Entry point of the ``nlndl`` console script: every failure ends in a one-line message and an exit code,
+    never a traceback (``NLNDL_TRACEBACK=1`` shows one for an internal error)."""
+    import os
+
+    try:
+        app()
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        sys.exit(130)
+    except MemoryError:
+        typer.echo("error: out of memory (lower --memory-limit so that nlndl refuses such work up front)", err=True)
+        sys.exit(1)
+    except OutputError as exc:
+        typer.echo(str(exc), err=True)
+        sys.exit(1)
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        typer.echo(f"{where}error: {exc.strerror or exc}", err=True)
+        sys.exit(1)
+    except Exception as exc:
+        if os.environ.get("NLNDL_TRACEBACK"):
+            raise
+        typer.echo(
+            f"nlndl: internal error: {type(exc).__name__}: {exc}\n"
+            "This is a bug in nlndl; please report it with the command (NLNDL_TRACEBACK=1 shows where it happened).",
+            err=True,
+        )
+        sys.exit(INTERNAL_ERROR)

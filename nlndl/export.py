@@ -105,8 +105,24 @@ def clingo_text(program: CompiledProgram, rules: list[Rule], origin: str) -> str
     return "\n".join(lines) + "\n"
 
 
+def planned_paths(stem: str, program: CompiledProgram) -> tuple[list[str], list[str]]:
+    """The files and directories :func:`write_program` writes for ``program``, relative to its output directory."""
+    names = Names.for_program(program)
+    files, dirs = [f"{stem}.dl", f"{stem}.lp"], []
+    for world in program.worlds:
+        files.append(f"{stem}.{world.name}.facts.lp")
+        dirs.append(f"{stem}.{world.name}.facts")
+        files += [
+            f"{stem}.{world.name}.facts/{names(name)}.facts"
+            for name in world.layout
+            if name not in program.learned
+        ]
+    return files, dirs
+
+
 def write_program(out: Path, stem: str, program: CompiledProgram, rules: list[Rule], origin: str) -> list[Path]:
-    """Write OUT/stem.dl, OUT/stem.lp and each world's facts (Soufflé directory and clingo file)."""
+    """Write OUT/stem.dl, OUT/stem.lp and each world's facts (Soufflé directory and clingo file) into ``out``,
+    a fresh directory (the CLI stages them there and moves them into place; see nlndl.output.OutputDir)."""
     from nlndl.verify import world_facts
 
     out.mkdir(parents=True, exist_ok=True)

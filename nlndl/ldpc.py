@@ -16,10 +16,13 @@ from typing import Any
 
 import numpy as np
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
+from nlndl.compiler.diagnostics import size_text
 from nlndl.compiler.ldpc import TannerGraph, generate_regular, null_space
 from nlndl.runtime.adam import Adam
+from nlndl.runtime.budget import BudgetError
 from nlndl.runtime.decoder import (
     DecoderShape,
     ErasureDecoder,
@@ -109,11 +112,13 @@ def _bce(estimate: torch.Tensor, truth: torch.Tensor) -> torch.Tensor:
 
 
 def train_decoder(
-    graph: TannerGraph, cfg: TrainConfig, progress: Progress | None = None
+    graph: TannerGraph, cfg: TrainConfig, progress: Progress | None = None, memory_limit: int | None = None
 ) -> tuple[ErasureDecoder, dict[str, Any]]:
     """Train an NLN or MLP decoder on ``graph``; keep the weights with the best validation BER at t = iterations.
 
-    An NLN decoder is validated crisp (:meth:`ErasureDecoder.crisp`), as it is evaluated.
+    An NLN decoder is validated crisp (:meth:`ErasureDecoder.crisp`), as it is evaluated. BudgetError, before
+    any work, when a step (every iteration's intermediates, kept for the backward pass) is estimated to need
+    more than ``memory_limit`` bytes.
     """
     if cfg.kind not in ("nln", "mlp"):
         raise ValueError(f"only nln and mlp decoders are trained, not {cfg.kind!r}")
@@ -122,6 +127,18 @@ def train_decoder(
     shape = DecoderShape(kind=cfg.kind, dv=dv, dc=dc, terms=cfg.terms, hidden=cfg.hidden, c=cfg.c)
     decoder = ErasureDecoder(shape)
     index = index_of(graph, shape)
+    if memory_limit is not None:
+        # a training step keeps every iteration for the backward pass; validation runs one at a time
+        need = max(
+            decoder.working_bytes(cfg.batch, index) * cfg.iterations,
+            decoder.working_bytes(cfg.validation_words, index),
+        )
+        if need > memory_limit:
+            raise BudgetError(
+                f"a training step on {cfg.batch:,} words with {cfg.iterations} iterations needs about "
+                f"{size_text(need)}, over the limit of {size_text(memory_limit)}; use a smaller --batch or "
+                "fewer --iterations, or raise --memory-limit"
+            )
     basis = null_space(graph.h)
     rng = np.random.default_rng(cfg.seed)
     n = int(graph.meta["n"])
@@ -202,7 +219,7 @@ def load_decoder(path: Path) -> tuple[ErasureDecoder, dict[str, Any]]:
         known = {f.name for f in fields(DecoderShape)}
         decoder = ErasureDecoder(DecoderShape(**{k: v for k, v in meta["shape"].items() if k in known}))
         decoder.load_state_dict(load_file(str(path / "decoder.safetensors")))
-    except (ValueError, KeyError, TypeError, RuntimeError, OSError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError, RuntimeError, OSError, SafetensorError) as exc:
         raise ValueError(f"{meta_path}: cannot load the decoder: {exc}") from None
     return decoder, meta
 

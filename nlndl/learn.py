@@ -17,6 +17,7 @@ import torch
 from nlndl.compiler.crisp import Rule
 from nlndl.compiler.ir import CompiledProgram
 from nlndl.extract import extract, render, simplify
+from nlndl.runtime.budget import check_training_memory
 from nlndl.runtime.chain import ChainConfig, ForwardChainer, Variants
 from nlndl.runtime.train import TrainConfig, Trainer, TrainState
 from nlndl.verify import Score, clingo_score, crisp_score
@@ -30,6 +31,7 @@ class LearnConfig:
     chain: ChainConfig = field(default_factory=ChainConfig)
     threshold: float = 0.5  # membership above which an atom or term is read as selected
     device: str = "cpu"
+    memory_limit: int | None = None  # bytes: refuse (BudgetError) when training_bytes estimates more
 
 
 @dataclass
@@ -247,10 +249,15 @@ def learn(
     config: LearnConfig | None = None,
     progress: Callable[[TrainState, torch.Tensor], None] | None = None,
     resume: Path | None = None,
-    checkpoint: Path | None = None,
+    checkpoint: Path | Callable[[Trainer], None] | None = None,
 ) -> LearnResult:
-    """Train ``program``'s learned predicates from ``config.train.seed``; Ctrl-C saves ``checkpoint``."""
+    """Train ``program``'s learned predicates from ``config.train.seed``; Ctrl-C, and a run that ends unsolved,
+    save ``checkpoint``: a directory, or a function given the trainer (the CLI's publishes it into its output
+    directory). ``resume`` raises CheckpointError on a checkpoint that cannot be resumed from."""
     config = config or LearnConfig()
+    if config.memory_limit is not None:
+        restarts = config.chain.for_program(program).restarts
+        check_training_memory(program, restarts, config.memory_limit)
     torch.manual_seed(config.train.seed)
     model = ForwardChainer(program, config.chain).to(config.device)
     trainer = Trainer(model, config.train)
@@ -258,14 +265,19 @@ def learn(
         trainer.load(resume)
     learner = Learner(program, config)
     started = time.perf_counter()
+    def save() -> None:
+        if callable(checkpoint):
+            checkpoint(trainer)
+        elif checkpoint is not None:
+            trainer.save(checkpoint)
+
     try:
         winner = trainer.fit(learner.check, progress, learner.harmful, learner.sound)
     except KeyboardInterrupt:
-        if checkpoint is not None:
-            trainer.save(checkpoint)
+        save()
         raise
-    if checkpoint is not None and winner is None:
-        trainer.save(checkpoint)
+    if winner is None:
+        save()
     rules, score = learner.best_rules(model)
     return LearnResult(
         solved=winner is not None,

@@ -1,22 +1,42 @@
-"""Writing result files safely: checked before long work starts, replaced atomically after it."""
+"""Writing result files safely: every path checked before long work starts, files written whole or not at all,
+and nothing replaced or deleted that nlndl did not write.
+
+Files whose names nlndl derives (``nlndl train -D OUT``, ``compile -o DIR``, ``ldpc train -o DIR``) go into an
+:class:`OutputDir`. Its manifest ``.nlndl-manifest.json`` records each file nlndl wrote there with its SHA-256; a
+file may be replaced or removed only while the manifest lists it with its current contents. New contents are
+written to temporary files in the same directory and renamed into place once all of them are complete, and no
+symbolic link inside the directory is followed. A file the user names (``--json PATH``) is replaced atomically.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+import unicodedata
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+MANIFEST = ".nlndl-manifest.json"
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+STAGING = ".nlndl-staging-"
+
 
 class OutputError(Exception):
-    """An output path that cannot be written."""
+    """An output path that cannot be written (or must not be, since nlndl did not write it)."""
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc)
 
 
 def check_writable(path: Path) -> None:
-    """Fail early, before any long run, if ``path`` cannot be created or replaced."""
+    """Fail early, before any long run, if ``path`` (a file the user named) cannot be created or replaced."""
     parent = path.parent if str(path.parent) else Path(".")
     if path.is_dir():
         raise OutputError(f"{path}: error: is a directory, expected a file path")
@@ -26,45 +46,22 @@ def check_writable(path: Path) -> None:
         raise OutputError(f"{path}: error: directory {parent} is not writable")
 
 
-PROGRAM_FILES = {"program.json", "arrays.safetensors"}
-
-
-def check_replaceable_program(path: Path) -> None:
-    """A compiled-program directory may replace an earlier one, never anything else the user has."""
-    if path.exists():
-        if not path.is_dir():
-            raise OutputError(f"{path}: error: exists and is not a directory; refusing to overwrite it")
-        extra = sorted(p.name for p in path.iterdir() if p.name not in PROGRAM_FILES)
-        if extra:
-            raise OutputError(
-                f"{path}: error: directory holds other files ({', '.join(extra[:3])}); refusing to overwrite it"
-            )
-    check_writable(path / "program.json" if path.is_dir() else path)
-
-
-def replace_directory(path: Path, write: Callable[[Path], None]) -> None:
-    """Have ``write`` fill a fresh temporary directory beside ``path``, then swap it into place."""
-    parent = path.parent if str(path.parent) else Path(".")
-    tmp = Path(tempfile.mkdtemp(dir=parent, prefix=f".{path.name}."))
-    try:
-        write(tmp)
-        if path.exists():
-            for child in path.iterdir():
-                child.unlink()
-            path.rmdir()
-        os.replace(tmp, path)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
 def write_bytes_atomic(path: Path, data: bytes) -> None:
     """Write to a temporary file beside ``path`` then rename, so a crash never leaves half a file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.")
     try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.")
+    except OSError as exc:
+        raise OutputError(f"{path}: error: cannot write: {_reason(exc)}") from None
+    try:
+        os.chmod(tmp, 0o666 & ~_UMASK)  # as an ordinary new file would be, not mkstemp's 0600
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise OutputError(f"{path}: error: cannot write: {_reason(exc)}") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -74,17 +71,233 @@ def write_json(path: Path, payload: Any) -> None:
     write_bytes_atomic(path, (json.dumps(payload, indent=1) + "\n").encode())
 
 
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class OutputDir:
+    """A directory into which nlndl writes files under names it derives, owning only what its manifest lists."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.files: dict[str, str] = {}  # relative path -> sha256 of what nlndl wrote
+        self.dirs: set[str] = set()  # directories nlndl created (removed again when emptied)
+        self.adopted: set[str] = set()  # files the user asked nlndl to continue from (--resume) and so replace
+        manifest = root / MANIFEST
+        if root.is_symlink() and not root.is_dir():
+            raise OutputError(f"{root}: error: is a broken symbolic link")
+        if root.exists() and not root.is_dir():
+            raise OutputError(f"{root}: error: exists and is not a directory")
+        if manifest.is_symlink():
+            raise OutputError(f"{manifest}: error: is a symbolic link; refusing to use it")
+        if manifest.exists():
+            try:
+                data = json.loads(manifest.read_text())
+                self.files = {str(k): str(v) for k, v in data["files"].items()}
+                self.dirs = {str(d) for d in data.get("dirs", [])}
+            except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
+                raise OutputError(
+                    f"{manifest}: error: unreadable nlndl manifest ({exc}); remove it or choose another directory"
+                ) from None
+
+    # --- checks, before any long work ---
+
+    def _parts(self, rel: str) -> list[str]:
+        parts = Path(rel).parts
+        if not parts or Path(rel).is_absolute() or any(p in ("..", ".") for p in parts):
+            raise ValueError(f"not a relative path inside the output directory: {rel!r}")
+        return list(parts)
+
+    def check(self, relpaths: Iterable[str], directories: Iterable[str] = ()) -> None:
+        """Raise OutputError naming the first path nlndl may not write: a file it did not write (or that changed
+        since), a symbolic link, a directory where a file goes or a file where a directory goes."""
+        if not self.root.exists():
+            parent = self.root.parent if str(self.root.parent) else Path(".")
+            existing = parent
+            while not existing.exists() and existing != existing.parent:
+                existing = existing.parent
+            if not existing.is_dir() or not os.access(existing, os.W_OK):
+                raise OutputError(f"{self.root}: error: cannot create the output directory (in {existing})")
+            return
+        if not os.access(self.root, os.W_OK):
+            raise OutputError(f"{self.root}: error: directory is not writable")
+        for rel in directories:
+            self._check_path(rel, directory=True)
+        for rel in relpaths:
+            self._check_path(rel, directory=False)
+
+    def _check_path(self, rel: str, directory: bool) -> None:
+        parts = self._parts(rel)
+        path = self.root
+        for depth, part in enumerate(parts):
+            path = path / part
+            last = depth == len(parts) - 1
+            if path.is_symlink():
+                raise OutputError(
+                    f"{path}: error: is a symbolic link; nlndl does not follow links out of the output directory"
+                )
+            if not path.exists():
+                return
+            if not last or directory:
+                if not path.is_dir():
+                    raise OutputError(f"{path}: error: exists and is not a directory; refusing to replace it")
+                continue
+            if path.is_dir():
+                raise OutputError(f"{path}: error: is a directory, where nlndl writes a file")
+            self._check_owned(rel, path)
+
+    def _check_owned(self, rel: str, path: Path) -> None:
+        if rel in self.adopted:
+            return
+        recorded = self.files.get(rel)
+        if recorded is None:
+            raise OutputError(
+                f"{path}: error: exists and was not written by nlndl (not in {self.root / MANIFEST}); "
+                "refusing to overwrite it: move it or choose another output directory"
+            )
+        try:
+            current = _sha256(path)
+        except OSError as exc:
+            raise OutputError(f"{path}: error: cannot read: {_reason(exc)}") from None
+        if current != recorded:
+            raise OutputError(
+                f"{path}: error: changed since nlndl wrote it; refusing to overwrite it: "
+                "move it or choose another output directory"
+            )
+
+    # --- writing ---
+
+    def publish(self, write: Callable[[Path], None], expected: Iterable[str] | None = None) -> list[str]:
+        """Have ``write`` fill a staging directory inside the root, then move each file it wrote into place.
+
+        Nothing is replaced until ``write`` has finished and every target has passed :meth:`check`; on a full
+        disk or any other failure the staged files are removed and what was there stays as it was."""
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            self._remove_stale_staging()
+            staging = Path(tempfile.mkdtemp(dir=self.root, prefix=f"{STAGING}{os.getpid()}-"))
+        except OSError as exc:
+            raise OutputError(f"{self.root}: error: cannot create the output directory: {_reason(exc)}") from None
+        try:
+            try:
+                write(staging)
+                staged = sorted(
+                    p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file() or p.is_symlink()
+                )
+                for name in staged:
+                    if (staging / name).is_symlink():
+                        raise OutputError(f"{self.root / name}: error: nlndl staged a symbolic link; not publishing")
+                    with (staging / name).open("rb") as handle:
+                        os.fsync(handle.fileno())
+                    os.chmod(staging / name, 0o666 & ~_UMASK)
+            except OSError as exc:
+                raise OutputError(f"{self.root}: error: cannot write the output: {_reason(exc)}") from None
+            if expected is not None and set(staged) - set(expected):
+                extra = sorted(set(staged) - set(expected))
+                raise OutputError(f"{self.root}: error: nlndl would write unplanned files {extra[:3]}")
+            self.check(staged)
+            hashes = {name: _sha256(staging / name) for name in staged}
+            try:
+                for name in staged:
+                    target = self.root / name
+                    for parent in reversed(Path(name).parents[:-1]):
+                        directory = self.root / parent
+                        if not directory.exists():
+                            directory.mkdir()
+                            self.dirs.add(parent.as_posix())
+                    os.replace(staging / name, target)
+                    self.files[name] = hashes[name]
+            except OSError as exc:
+                raise OutputError(f"{self.root}: error: cannot write the output: {_reason(exc)}") from None
+            finally:
+                self._save_manifest()
+            return staged
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+    def _remove_stale_staging(self) -> None:
+        """Remove staging directories left by an nlndl process that was killed while publishing (its process id
+        is in the name and no longer runs)."""
+        for path in self.root.glob(f"{STAGING}*"):
+            pid = path.name[len(STAGING) :].split("-")[0]
+            if not pid.isdigit() or path.is_symlink() or not path.is_dir():
+                continue
+            try:
+                os.kill(int(pid), 0)
+            except ProcessLookupError:
+                shutil.rmtree(path, ignore_errors=True)
+            except (PermissionError, OverflowError):
+                pass
+
+    def write_files(self, contents: dict[str, bytes]) -> list[str]:
+        """Publish files given as relative path -> bytes."""
+
+        def write(staging: Path) -> None:
+            for name, data in contents.items():
+                target = staging / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+
+        return self.publish(write, expected=contents)
+
+    def remove_tree(self, rel: str) -> list[str]:
+        """Remove the files nlndl wrote under ``rel`` (unchanged since), then the directories it created there that
+        are left empty; a file the user put there, or changed, stays, and so does its directory."""
+        prefix = rel.rstrip("/") + "/"
+        removed = []
+        for name in sorted(self.files):
+            if not name.startswith(prefix):
+                continue
+            path = self.root / name
+            try:
+                if path.is_symlink() or not path.is_file() or _sha256(path) != self.files[name]:
+                    continue
+                path.unlink()
+            except OSError:
+                continue
+            del self.files[name]
+            removed.append(name)
+        for directory in sorted((d for d in self.dirs if d == rel or d.startswith(prefix)), key=len, reverse=True):
+            try:
+                (self.root / directory).rmdir()
+                self.dirs.discard(directory)
+            except OSError:
+                pass  # not empty: it holds something nlndl did not write
+        self._save_manifest()
+        return removed
+
+    def _save_manifest(self) -> None:
+        payload = {
+            "nlndl": "files nlndl wrote here, with their SHA-256; nlndl replaces or removes only these",
+            "files": dict(sorted(self.files.items())),
+            "dirs": sorted(self.dirs),
+        }
+        write_json(self.root / MANIFEST, payload)
+
+
 UNITS = {"": 1, "B": 1, "KIB": 1024, "MIB": 1024**2, "GIB": 1024**3, "KB": 1000, "MB": 1000**2, "GB": 1000**3}
+MAX_SIZE = 2**60  # an exabyte: a larger limit is a typo
 
 
 def parse_size(text: str) -> int:
-    """``2GiB``, ``512MiB``, ``1000000`` -> bytes; ValueError on anything else."""
+    """``2GiB``, ``512MiB``, ``1000000`` -> bytes; ValueError on anything else (ASCII digits, finite, >= 1 byte)."""
     stripped = text.strip()
+    if not stripped.isascii() or unicodedata.normalize("NFKC", stripped) != stripped:
+        raise ValueError(f"cannot read size {text!r}; write e.g. 512MiB or 2GiB")
     number = stripped.rstrip("BbKkMmGgIi")
     unit = stripped[len(number) :].upper()
-    if unit not in UNITS or not number.strip():
+    if unit not in UNITS or not number.strip() or len(number) > 40:
         raise ValueError(f"cannot read size {text!r}; write e.g. 512MiB or 2GiB")
-    value = float(number) * UNITS[unit]
-    if value <= 0:
-        raise ValueError(f"size must be positive, got {text!r}")
+    try:
+        value = float(number) * UNITS[unit]
+    except ValueError:
+        raise ValueError(f"cannot read size {text!r}; write e.g. 512MiB or 2GiB") from None
+    if not math.isfinite(value) or value > MAX_SIZE:
+        raise ValueError(f"size {text!r} is not a finite size up to 1 EiB")
+    if value < 1:
+        raise ValueError(f"size must be at least 1 byte, got {text!r}")
     return int(value)

@@ -9,6 +9,7 @@ runs over substitutions or atoms.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -28,6 +29,10 @@ FUZZY_FORMS = ("power", "product")
 # N / P (each class half the loss), sqrt(N / P), or 1 (the plain mean, the reference's)
 CLASS_WEIGHTS = ("balanced", "sqrt", "none")
 LOG_FLOOR = 1e-6  # memberships are capped at 1 - LOG_FLOOR inside log(1 - m)
+
+
+class TimeLimitReached(Exception):
+    """A training forward pass passed the model's deadline (checked between forward-chaining steps)."""
 
 
 def log_keep(m: torch.Tensor) -> torch.Tensor:
@@ -474,6 +479,7 @@ class ForwardChainer(nn.Module):
         merge = amalgamations(program, self.config.amalgamation)
         self.steps_ = nn.ModuleDict({p: ChainStep(self.functions[p], self.config.aggregation, merge[p]) for p in order})
         self.worlds = nn.ModuleList([WorldTensors(w, dict(self.functions.items())) for w in program.worlds])
+        self.deadline: float | None = None  # time.perf_counter() past which a training pass stops between steps
 
     @property
     def restarts(self) -> int:
@@ -495,6 +501,8 @@ class ForwardChainer(nn.Module):
             crisp, rows = getattr(world, f"crisp_{p}"), getattr(world, f"crisp_rows_{p}")
             self.steps_[p].prepared = self.functions[p].prepare(crisp, rows, threshold, variants)
         for _ in range(self.program.steps if steps is None else steps):
+            if self.deadline is not None and torch.is_grad_enabled() and time.perf_counter() > self.deadline:
+                raise TimeLimitReached
             for p in self.order:
                 offset, size = world.ranges[p]
                 old = x[:, offset : offset + size]

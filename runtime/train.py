@@ -11,10 +11,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors import SafetensorError
+from safetensors.torch import load, save
 
 from nlndl.runtime.adam import Adam
-from nlndl.runtime.chain import ForwardChainer
+from nlndl.runtime.chain import ForwardChainer, TimeLimitReached
 
 
 @dataclass
@@ -51,6 +52,30 @@ HarmfulFn = Callable[[ForwardChainer, torch.Tensor], dict[str, torch.Tensor]]
 # per given restart, whether its (crisp) clauses derive no negative example
 SoundFn = Callable[[ForwardChainer, torch.Tensor], torch.Tensor]
 ProgressFn = Callable[[TrainState, torch.Tensor], None]
+RESTART_STATE = ("restart_best", "restart_since", "restart_wrong", "restart_renewed")
+
+
+class CheckpointError(Exception):
+    """A checkpoint that cannot be resumed from: missing, damaged, or saved for another program."""
+
+
+def read_checkpoint(path: Path) -> tuple[dict[str, torch.Tensor], TrainState]:
+    """The tensors and training state of a checkpoint directory; CheckpointError when they cannot be read."""
+    try:
+        tensors = load((path / "checkpoint.safetensors").read_bytes())
+        meta = json.loads((path / "checkpoint.json").read_text())
+        state = TrainState(**meta["state"])
+    except FileNotFoundError as exc:
+        raise CheckpointError(f"{exc.filename} is missing") from None
+    except OSError as exc:
+        raise CheckpointError(f"cannot read it: {exc.strerror}") from None
+    except SafetensorError as exc:
+        raise CheckpointError(f"checkpoint.safetensors is damaged ({exc})") from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CheckpointError(f"checkpoint.json is damaged ({type(exc).__name__}: {exc})") from None
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in asdict(state).values()):
+        raise CheckpointError("checkpoint.json has values of the wrong type")
+    return tensors, state
 
 
 class Trainer:
@@ -188,8 +213,14 @@ class Trainer:
         cfg = self.config
         self.harmful, self.sound = harmful, sound
         start = time.perf_counter() - self.state.seconds
+        # a long forward pass (many steps, large programs) stops between steps at the time limit
+        self.model.deadline = None if cfg.time_limit is None else start + cfg.time_limit
         while self.state.iteration < cfg.max_iters:
-            losses = self.step()
+            try:
+                losses = self.step()
+            except TimeLimitReached:
+                self.state.seconds = time.perf_counter() - start
+                break
             self.state.seconds = time.perf_counter() - start
             finite = losses[torch.isfinite(losses)]
             if finite.numel():
@@ -215,6 +246,7 @@ class Trainer:
     # --- checkpoints: safetensors for tensors, JSON for the rest (no pickle) ---
 
     def save(self, path: Path) -> None:
+        """Write ``path/checkpoint.safetensors`` and ``path/checkpoint.json``, each to a temporary name first."""
         path.mkdir(parents=True, exist_ok=True)
         tensors = {f"param/{k}": v.detach().cpu().contiguous() for k, v in self.model.named_parameters()}
         names = {id(p): k for k, p in self.model.named_parameters()}
@@ -223,18 +255,43 @@ class Trainer:
                 tensors[f"adam/{names[id(param)]}/{key}"] = state[key].detach().cpu().contiguous()
             tensors[f"adam/{names[id(param)]}/step"] = torch.as_tensor(state["step"]).reshape(1).float().cpu()
         tensors["generator"] = self.generator.get_state()
-        tensors["restart_best"] = self.restart_best.clone()
-        tensors["restart_since"] = self.restart_since.clone()
-        tensors["restart_wrong"] = self.restart_wrong.clone()
-        tensors["restart_renewed"] = self.restart_renewed.clone()
-        save_file(tensors, str(path / "checkpoint.safetensors"))
+        for key in RESTART_STATE:
+            tensors[key] = getattr(self, key).clone()
         meta = {"state": asdict(self.state), "config": asdict(self.config)}
-        (path / "checkpoint.json").write_text(json.dumps(meta, indent=1) + "\n")
+        for name, data in (
+            ("checkpoint.safetensors", save(tensors)),
+            ("checkpoint.json", (json.dumps(meta, indent=1) + "\n").encode()),
+        ):
+            tmp = path / f".{name}.tmp"
+            tmp.write_bytes(data)
+            tmp.replace(path / name)
 
     def load(self, path: Path) -> None:
-        tensors = load_file(str(path / "checkpoint.safetensors"))
-        meta = json.loads((path / "checkpoint.json").read_text())
+        """Continue from a checkpoint written by :meth:`save`; CheckpointError (and nothing changed on disk) when
+        it is missing, damaged or from another program or restart count."""
+        tensors, state = read_checkpoint(path)
         params = dict(self.model.named_parameters())
+        expected = {f"param/{k}": tuple(p.shape) for k, p in params.items()}
+        expected |= {key: tuple(getattr(self, key).shape) for key in RESTART_STATE}
+        for key, param in params.items():
+            for part in ("exp_avg", "exp_avg_sq"):
+                expected[f"adam/{key}/{part}"] = tuple(param.shape)
+            expected[f"adam/{key}/step"] = (1,)
+        expected["generator"] = tuple(self.generator.get_state().shape)
+        optional = {k for k in expected if k.startswith("adam/")} | {"restart_renewed"}  # older checkpoints
+        missing = sorted(set(expected) - set(tensors) - optional)
+        extra = sorted(set(tensors) - set(expected))
+        if missing or extra:
+            what = f"lacks {missing[:3]}" if missing else f"has tensors this program lacks: {extra[:3]}"
+            raise CheckpointError(f"it {what}: the sketch changed since it was saved")
+        for key, tensor in tensors.items():
+            if tuple(tensor.shape) != expected[key]:
+                raise CheckpointError(
+                    f"{key} has shape {tuple(tensor.shape)}, this run's is {expected[key]}: "
+                    "--restarts or the sketch changed since it was saved"
+                )
+        if tensors["generator"].dtype != torch.uint8:
+            raise CheckpointError("the generator state has the wrong type")
         with torch.no_grad():
             for key, param in params.items():
                 param.copy_(tensors[f"param/{key}"])
@@ -247,9 +304,9 @@ class Trainer:
                     "exp_avg_sq": tensors[f"adam/{key}/exp_avg_sq"].to(device),
                 }
         self.generator.set_state(tensors["generator"])
-        self.restart_best = tensors["restart_best"].clone()
-        self.restart_since = tensors["restart_since"].clone()
-        self.restart_wrong = tensors["restart_wrong"].clone()
-        # absent from checkpoints written before renewal existed: nothing renewed yet
-        self.restart_renewed = tensors.get("restart_renewed", torch.zeros_like(self.restart_renewed)).clone()
-        self.state = TrainState(**meta["state"])
+        for key in RESTART_STATE:
+            if key in tensors:
+                setattr(self, key, tensors[key].to(getattr(self, key).dtype).clone())
+            else:  # absent from checkpoints written before renewal existed: nothing renewed yet
+                setattr(self, key, torch.zeros_like(getattr(self, key)))
+        self.state = state

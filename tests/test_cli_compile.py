@@ -31,9 +31,10 @@ def test_compile_saves_and_replaces_only_programs(tmp_path):
     precious = tmp_path / "notes"
     precious.mkdir()
     (precious / "thesis.tex").write_text("keep me")
+    (precious / "program.json").write_text("mine")
     result = runner.invoke(app, ["compile", sketch, "-o", str(precious)])
     assert result.exit_code == 1 and "refusing to overwrite" in result.output
-    assert (precious / "thesis.tex").read_text() == "keep me"
+    assert (precious / "thesis.tex").read_text() == "keep me" and (precious / "program.json").read_text() == "mine"
 
 
 def test_show_dumps(tmp_path):

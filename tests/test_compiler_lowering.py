@@ -96,8 +96,10 @@ def test_load_rejects_other_directories(tmp_path):
 
 
 def test_memory_limit_refuses_with_estimate(tmp_path):
+    # 32 constants: the index arrays (32^3 substitutions) outgrow the parse and the valuation estimates
+    chain = " ".join(f'e("c{i}","c{i + 1}").' for i in range(30))
     with pytest.raises(CompileError) as info:
-        compile_text(tmp_path, TINY.format(prune="none"), memory_limit=100)
+        compile_text(tmp_path, TINY.format(prune="none") + chain + "\n", memory_limit=2**20)
     message = info.value.diagnostics.render()
     assert "s.dl:6:8: error: the index arrays would take" in message and "--memory-limit" in message
 

@@ -51,7 +51,8 @@ def test_task_is_learned_and_verified_by_clingo(task, tmp_path):
     assert result.exit_code == 0, result.output
     summary = json.loads(result.output)
     assert summary["solved"] and summary["accuracy"]["solved"] and summary["rules"]
-    assert summary["seconds"] < 60
+    # a bound on work, not on wall-clock time (a busy machine is slower): seed 0 needs 20-460 iterations
+    assert summary["iterations"] <= 1000
     # the exported clingo program, run by clingo on the exported facts, entails every positive example
     # and no negative one: exactly what `nlndl check` reports
     (dl,) = tmp_path.glob("*.dl")

@@ -138,6 +138,57 @@ def measure(case: Case, device: str, restarts: int, steps: int, iters: int, use_
     }
 
 
+def _spin() -> None:
+    while True:
+        pass
+
+
+@contextmanager
+def competing_process(busy: bool) -> Iterator[None]:
+    """With ``busy``, one CPU-bound process runs beside the measurement (as a CI runner or a laptop would)."""
+    if not busy:
+        yield
+        return
+    import multiprocessing as mp
+
+    hog = mp.get_context("spawn").Process(target=_spin, daemon=True)
+    hog.start()
+    time.sleep(0.5)  # let it reach its loop
+    try:
+        yield
+    finally:
+        hog.kill()
+        hog.join()
+
+
+CHILD = """
+import json, sys
+from nlndl.allocator import keep_freed_memory, share_cpu
+keep_freed_memory()
+policy = share_cpu()
+from nlndl.bench import runtime
+args = json.loads(sys.argv[1])
+case = runtime.cases(args.pop("quick"))[args.pop("index")]
+row = runtime.measure(case, **args)
+print(json.dumps({**row, "wait_policy": policy or runtime.wait_policy()}))
+"""
+
+
+def wait_policy() -> str:
+    return os.environ.get("OMP_WAIT_POLICY") or "default"
+
+
+def measure_fresh(quick: bool, index: int, **args: Any) -> dict[str, Any]:
+    """:func:`measure` in a new Python process, which chooses its OpenMP wait policy from the load it starts
+    under, as the CLI does (the policy cannot change once torch is loaded)."""
+    import json
+    import subprocess
+
+    payload = json.dumps({"quick": quick, "index": index, **args})
+    done = subprocess.run([sys.executable, "-c", CHILD, payload], capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def run(
     quick: bool = False,
     devices: tuple[str, ...] = ("cpu",),
@@ -145,13 +196,23 @@ def run(
     steps: int = 10,
     iters: int = 5,
     progress=None,
+    busy: bool = False,
 ) -> list[dict[str, Any]]:
+    """Each case on each device (and scatter backend); with ``busy``, each also beside a competing process,
+    every measurement then in a fresh process that chooses its wait policy as the CLI does."""
     rows = []
     backends = (False, True) if scatter.WITH_TORCH_SCATTER else (False,)
-    for case in cases(quick):
+    for index, case in enumerate(cases(quick)):
         for device in devices:
             for use_scatter in backends:
-                if progress:
-                    progress(f"{case.name} {device}")
-                rows.append(measure(case, device, restarts, steps, iters, use_scatter))
+                for load in ("idle", "busy") if busy else ("idle",):
+                    if progress:
+                        progress(f"{case.name} {device} {load}")
+                    args = {"device": device, "restarts": restarts, "steps": steps, "iters": iters}
+                    if busy:
+                        with competing_process(load == "busy"):
+                            row = measure_fresh(quick, index, use_scatter=use_scatter, **args)
+                    else:
+                        row = {**measure(case, use_scatter=use_scatter, **args), "wait_policy": wait_policy()}
+                    rows.append({**row, "load": load, "threads": torch.get_num_threads()})
     return rows

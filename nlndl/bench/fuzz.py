@@ -1,0 +1,360 @@
+"""Fuzzing the command line's input handling: sketches drawn from the grammar and bundled sketches mutated,
+each compiled (and, for some, a rules file checked against it) in a worker process with a memory cap, so that
+a traceback, a hang or a runaway allocation is counted instead of taking the benchmark down.
+
+The generators are shared with the test suite (tests/test_fuzz.py), which runs a few hundred inputs in-process.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import random
+import resource
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPORT_EVERY = 100  # inputs per progress line
+HANG_SECONDS = 5.0  # an input that takes longer counts as a hang
+MEMORY_CAP = 4 * 1024**3  # the worker's address-space limit, beyond the interpreter's own use
+
+NAMES = ["p", "q", "r", "edge", "succ", "lt", "zero", "a", "b", "Node", "_x", "target", "value"]
+CONSTS = ["a", "b", "c", "0", "1", "7", "-3", '"s"', '"a b"', '"\\""', "2147483647", "-2147483648"]
+VARS = ["X", "Y", "Z", "A", "B", "_", "_Y"]
+TYPES = ["symbol", "number", "Num", "Node", "T"]
+HOSTILE = [
+    '"\\x"',
+    '"\\u12"',
+    '"\\n"',
+    '"\t"',
+    "_",
+    "9" * 30,
+    "-" + "9" * 25,
+    "0" * 40 + "1",
+    "99999999999999999999",
+    "\u0663",
+    "\uff11",
+    "\x00",
+    "\xff",
+    "(",
+    ")",
+    ".",
+    ",",
+    ":-",
+    "!",
+    "[",
+    "]",
+    "{",
+    "}",
+    "=",
+    "/*",
+    "*/",
+    "//",
+    ".learn",
+    ".pos",
+    ".neg",
+    ".closed",
+    ".world",
+    ".steps",
+    ".function",
+    ".include",
+    ".input",
+    ".decl",
+    ".type",
+    "vars=",
+    "terms=",
+    "body=[",
+    "prune=none",
+    "amalgamation=or",
+    "negation",
+    "form=cnf",
+    "\n",
+]
+
+
+SYMBOLS = ["a", "b", "c", "d", '"e f"']
+
+
+def _atom(rng: random.Random, name: str, arity: int, ground: bool, consts: list[str] = CONSTS) -> str:
+    pool = consts if ground else consts + VARS[:5] * 3
+    return f"{name}({', '.join(rng.choice(pool) for _ in range(arity))})"
+
+
+def grammar_sketch(rng: random.Random) -> str:
+    """A sketch assembled from the grammar's statements, with hostile values mixed in; half of them
+    well-typed (symbols only, safe rules, examples present), so that grounding and lowering run too."""
+    if rng.random() < 0.5:
+        return _typed_sketch(rng)
+    lines = []
+    if rng.random() < 0.5:
+        lines.append(".type Num <: number")
+    if rng.random() < 0.4:
+        lines.append(".type Node <: symbol")
+    relations = {}
+    for _ in range(rng.randint(1, 4)):
+        name = rng.choice(NAMES)
+        arity = rng.choice([0, 1, 2, 2, 2, 3])
+        relations[name] = arity
+        lines.append(f".decl {name}({', '.join(f'a{i}: {rng.choice(TYPES)}' for i in range(arity))})")
+    names = list(relations)
+    for _ in range(rng.randint(0, 12)):
+        name = rng.choice(names)
+        lines.append(_atom(rng, name, relations[name], ground=True) + ".")
+    for _ in range(rng.randint(0, 3)):
+        head = rng.choice(names)
+        body = ", ".join(
+            ("!" if rng.random() < 0.2 else "") + _atom(rng, n, relations[n], ground=False)
+            for n in rng.sample(names, k=rng.randint(1, len(names)))
+        )
+        lines.append(f"{_atom(rng, head, relations[head], ground=False)} :- {body}.")
+    learned = rng.choice(names)
+    options = []
+    for key, values in (
+        ("vars", ["1", "2", "3", "4", "6", "33", "1000", "0", "-1", "99999999999999999999"]),
+        ("terms", ["1", "2", "4", "5000", "0", "100000000"]),
+        ("body", ["[" + ", ".join(rng.sample(names, k=rng.randint(0, len(names)))) + "]", "nope", "[ghost]"]),
+        ("prune", ["auto", "extensional", "none", "maybe"]),
+        ("form", ["dnf", "cnf", "xor"]),
+        ("amalgamation", ["replace", "or", "max", "sum"]),
+        ("exclude", ["[" + rng.choice(names) + "]"]),
+        ("negation", ["true", "false", "1"]),
+    ):
+        if rng.random() < 0.35:
+            options.append(f"{key}={rng.choice(values)}")
+    lines.append(f".learn {learned}" + (f"({', '.join(options)})" if options or rng.random() < 0.3 else ""))
+    for _ in range(rng.randint(0, 8)):
+        kind = rng.choice([".pos", ".pos", ".neg"])
+        lines.append(f"{kind} {_atom(rng, learned, relations[learned], ground=rng.random() < 0.9)}.")
+    if rng.random() < 0.3:
+        lines.append(f".closed {learned}")
+    if rng.random() < 0.2:
+        lines.append(f".steps {rng.choice(['1', '3', '0', '10001', '1000000000', '9' * 50])}")
+    if rng.random() < 0.2:
+        inner = [f".pos {_atom(rng, learned, relations[learned], ground=True)}."]
+        lines.append(f".world w{rng.randint(0, 3)} {{ {' '.join(inner)} }}")
+    if rng.random() < 0.3:
+        spot = rng.randrange(len(lines))
+        lines[spot] = _splice(rng, lines[spot], rng.choice(HOSTILE))
+    return "\n".join(lines) + "\n"
+
+
+def _typed_sketch(rng: random.Random) -> str:
+    arities = {name: rng.choice([1, 2, 2, 3]) for name in rng.sample(["e", "f", "g", "h"], k=rng.randint(1, 3))}
+    lines = [f".decl {n}({', '.join(f'a{i}: symbol' for i in range(k))})" for n, k in arities.items()]
+    for _ in range(rng.randint(1, 15)):
+        name = rng.choice(list(arities))
+        lines.append(_atom(rng, name, arities[name], ground=True, consts=SYMBOLS) + ".")
+    arity = rng.choice([1, 2])
+    lines.append(f".decl t({', '.join(f'a{i}: symbol' for i in range(arity))})")
+    options = [f"vars={arity + rng.randint(0, 2)}", f"terms={rng.randint(1, 4)}"]
+    options += rng.sample(["prune=none", "prune=extensional", "form=cnf", "norepeat", "negation"], k=rng.randint(0, 2))
+    lines.append(f".learn t({', '.join(options)})")
+    examples = {_atom(rng, "t", arity, ground=True, consts=SYMBOLS) for _ in range(rng.randint(1, 6))}
+    for i, atom in enumerate(sorted(examples)):
+        lines.append(f"{'.pos' if i == 0 or rng.random() < 0.5 else '.neg'} {atom}.")
+    if rng.random() < 0.3:
+        lines.append(".closed t")
+    if rng.random() < 0.2:
+        spot = rng.randrange(len(lines))
+        lines[spot] = _splice(rng, lines[spot], rng.choice(HOSTILE))
+    return "\n".join(lines) + "\n"
+
+
+def _splice(rng: random.Random, text: str, piece: str) -> str:
+    at = rng.randint(0, len(text))
+    return text[:at] + piece + text[at:]
+
+
+def mutate(text: str, rng: random.Random) -> str:
+    """A few random edits of ``text``: characters deleted, duplicated or swapped, hostile tokens inserted."""
+    for _ in range(rng.randint(1, 4)):
+        if not text:
+            text = rng.choice(HOSTILE)
+            continue
+        at = rng.randrange(len(text))
+        span = rng.randint(1, 12)
+        kind = rng.randrange(5)
+        if kind == 0:
+            text = text[:at] + text[at + span :]
+        elif kind == 1:
+            text = text[:at] + text[at : at + span] * rng.randint(2, 4) + text[at:]
+        elif kind == 2:
+            other = rng.randrange(len(text))
+            text = text[:at] + text[other : other + span] + text[at:]
+        else:
+            text = _splice(rng, text, rng.choice(HOSTILE))
+    return text
+
+
+def seed_sketches(examples: Path) -> list[str]:
+    """The bundled sketches with inline facts (the mutation corpus), smallest first."""
+    texts = [p.read_text() for p in sorted(examples.rglob("sketch.dl")) if ".input" not in p.read_text()]
+    return sorted(texts, key=len)[:30]
+
+
+@dataclass
+class Case:
+    """One fuzz input: a sketch, optionally a rules file to check against it, and a facts file it may read."""
+
+    sketch: str
+    rules: str | None = None
+    facts: bytes | None = None
+    origin: str = "grammar"
+
+
+def cases(seed: int, corpus: list[str]) -> Iterator[Case]:
+    """An endless, seeded stream of inputs: grammar-drawn and mutated sketches in turn, some with rules or facts."""
+    rng = random.Random(seed)
+    while True:
+        if rng.random() < 0.5 or not corpus:
+            case = Case(grammar_sketch(rng))
+        else:
+            case = Case(mutate(rng.choice(corpus), rng), origin="mutation")
+        if rng.random() < 0.25:
+            case.rules = mutate("lt(A, B) :- succ(A, B).\nlt(A, B) :- succ(C, B), lt(A, C).\n", rng)
+        if rng.random() < 0.15:
+            case.sketch = ".decl edge(a: symbol, b: number)\n.input edge\n" + case.sketch
+            raw = rng.choice([b"a\t1\n", b"a\t\n", b"a\t 3\n", b"a\t1_000\n", b"\xff\xfe\t1\n", b"a\t" + b"9" * 30])
+            case.facts = raw * rng.randint(1, 3)
+        yield case
+
+
+def run_case(case: Case, workdir: Path, invoke: Callable[[list[str]], tuple[int, BaseException | None]]) -> dict:
+    """Write ``case`` under ``workdir`` and run ``nlndl compile`` (and ``nlndl check`` with its rules) through
+    ``invoke``, which returns an exit code and the exception that escaped, if any."""
+    sketch = workdir / "sketch.dl"
+    sketch.write_text(case.sketch, errors="surrogateescape")
+    if case.facts is not None:
+        (workdir / "edge.facts").write_bytes(case.facts)
+    runs = [["compile", str(sketch), "-F", str(workdir), "--json"]]
+    if case.rules is not None:
+        (workdir / "rules.dl").write_text(case.rules, errors="surrogateescape")
+        runs.append(["check", str(workdir / "rules.dl"), str(sketch), "-F", str(workdir)])
+    outcome: dict[str, Any] = {"codes": [], "error": None}
+    for args in runs:
+        code, exc = invoke(args)
+        outcome["codes"].append(code)
+        if exc is not None:
+            outcome["error"] = "".join(traceback.format_exception(exc))[-2000:]
+            break
+    return outcome
+
+
+def _invoke_in_process(args: list[str]) -> tuple[int, BaseException | None]:
+    from typer.testing import CliRunner
+
+    from nlndl.cli import app
+
+    result = CliRunner().invoke(app, args)
+    exc = result.exception
+    if isinstance(exc, SystemExit):
+        exc = None
+    if exc is None and result.exit_code not in (0, 1):
+        exc = RuntimeError(f"exit code {result.exit_code}: {result.output[-500:]}")
+    return result.exit_code, exc
+
+
+def _worker(inbox: mp.Queue, outbox: mp.Queue, workdir: str) -> None:
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    base = _address_space()
+    resource.setrlimit(resource.RLIMIT_AS, (base + MEMORY_CAP, hard))
+    while (case := inbox.get()) is not None:
+        start = time.perf_counter()
+        try:
+            outcome = run_case(case, Path(workdir), _invoke_in_process)
+        except MemoryError:
+            outcome = {"codes": [], "error": "MemoryError: over the 4 GiB cap"}
+        outcome["seconds"] = time.perf_counter() - start
+        outbox.put(outcome)
+
+
+def _address_space() -> int:
+    try:
+        with open("/proc/self/statm") as handle:
+            return int(handle.read().split()[0]) * resource.getpagesize()
+    except OSError:
+        return 0
+
+
+@dataclass
+class FuzzReport:
+    inputs: int = 0
+    tracebacks: int = 0
+    hangs: int = 0
+    memory: int = 0
+    exit_codes: dict[str, int] = field(default_factory=dict)
+    slowest: float = 0.0
+    seconds: float = 0.0
+    failures: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "inputs": self.inputs,
+            "tracebacks": self.tracebacks,
+            f"hangs_over_{HANG_SECONDS:g}_s": self.hangs,
+            "over_4_GiB": self.memory,
+            "exit_codes": self.exit_codes,
+            "slowest_seconds": round(self.slowest, 3),
+            "seconds": round(self.seconds, 1),
+            "failures": self.failures[:20],
+        }
+
+
+def run(inputs: int, seed: int, examples: Path, tell: Callable[[str], None] | None = None) -> FuzzReport:
+    """Run ``inputs`` fuzz cases in a worker process with a memory cap, restarting it after a hang or a crash."""
+    import tempfile
+
+    report = FuzzReport()
+    started = time.perf_counter()
+    stream = cases(seed, seed_sketches(examples))
+    ctx = mp.get_context("spawn")
+    with tempfile.TemporaryDirectory(prefix="nlndl-fuzz-") as workdir:
+        worker = None
+        inbox: mp.Queue = ctx.Queue()
+        outbox: mp.Queue = ctx.Queue()
+        for index in range(inputs):
+            case = next(stream)
+            if worker is None or not worker.is_alive():
+                inbox, outbox = ctx.Queue(), ctx.Queue()
+                worker = ctx.Process(target=_worker, args=(inbox, outbox, workdir), daemon=True)
+                worker.start()
+            inbox.put(case)
+            try:
+                outcome = outbox.get(timeout=HANG_SECONDS * 12 if index == 0 else HANG_SECONDS * 4)
+            except Exception:  # queue.Empty: a hang, or the worker died (killed for memory)
+                alive = worker.is_alive()
+                worker.kill()
+                worker.join()
+                worker = None
+                outcome = {"codes": [], "error": "hang" if alive else "worker died", "seconds": HANG_SECONDS * 4}
+            report.inputs += 1
+            seconds = outcome.get("seconds", 0.0)
+            report.slowest = max(report.slowest, seconds)
+            for code in outcome["codes"]:
+                report.exit_codes[str(code)] = report.exit_codes.get(str(code), 0) + 1
+            error = outcome["error"]
+            failed = error is not None or seconds > HANG_SECONDS
+            if error is not None and ("MemoryError" in error or error == "worker died"):
+                report.memory += 1
+            elif error == "hang" or seconds > HANG_SECONDS:
+                report.hangs += 1
+            elif error is not None:
+                report.tracebacks += 1
+            if failed:
+                report.failures.append(
+                    {"index": index, "origin": case.origin, "seconds": round(seconds, 2), "error": error,
+                     "sketch": case.sketch[:2000], "rules": case.rules}
+                )
+            if tell is not None and ((index + 1) % REPORT_EVERY == 0 or index + 1 == inputs):
+                tell(f"{index + 1}/{inputs}: {report.tracebacks} tracebacks, {report.hangs} hangs, "
+                     f"{report.memory} over the memory cap")
+        if worker is not None:
+            inbox.put(None)
+            worker.join(timeout=10)
+            if worker.is_alive():
+                worker.kill()
+    report.seconds = time.perf_counter() - started
+    return report
