@@ -445,13 +445,13 @@ def lower(
     out = []
     for world, layout, atoms, values, lowerings, labelled in plans:
         arrays = {"valuation": values}
-        subst, pruned = {}, {}
+        subst, dropped = {}, {}
         for p, (low, kept) in lowerings.items():
             arrays.update(low.arrays(kept))
-            subst[p], pruned[p] = int(kept.size), int(low.total - kept.size)
+            subst[p], dropped[p] = int(kept.size), int(low.total - kept.size)
         dnf = [p for p, spec in checked.learned.items() if spec.form == "dnf"]  # a CNF has no safety gate
         heads = {p: derivable_heads(checked.learned[p], inputs[p], arrays, learned) for p in dnf}
         underivable(world, layout, heads, diags)
         arrays.update(labelled)
-        out.append(WorldIR(world.name, atoms, layout, world.domains, subst, pruned, arrays))
+        out.append(WorldIR(world.name, atoms, layout, world.domains, subst, dropped, arrays))
     return {p: learned_ir(s, inputs[p], pruned[p]) for p, s in checked.learned.items()}, out

@@ -21,6 +21,7 @@ from nlndl.output import OutputDir, OutputError, check_writable, write_bytes_ato
 from nlndl.progress import progress_bar, status_line
 
 INTERNAL_ERROR = 3  # exit code of a bug: 0 success, 1 diagnostics or a failed job, 2 usage
+MAX_STEPS = 10_000  # compiler.check.MAX_STEPS, the most forward-chaining steps
 MAX_ITERS = 4000  # TrainConfig.max_iters, written out so that --help does not import torch
 
 app = typer.Typer(
@@ -143,7 +144,9 @@ def compile_command(
     json_summary: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON object.")] = False,
     show: Annotated[list[Show] | None, typer.Option(help="Also print: depgraph, strata or ir.")] = None,
     memory_limit: Annotated[str, typer.Option(help="Refuse index arrays larger than this.")] = "2GiB",
-    steps: Annotated[int | None, typer.Option(min=1, help="Forward-chaining steps (default: derived).")] = None,
+    steps: Annotated[
+        int | None, typer.Option(min=1, max=MAX_STEPS, help="Forward-chaining steps (default: derived).")
+    ] = None,
     background: Background = None,
 ) -> None:
     """Check a program sketch and compile it to index arrays."""
@@ -263,7 +266,9 @@ def train_command(
     ] = None,
     max_iters: Annotated[int, typer.Option(min=1, help="Iteration limit.")] = MAX_ITERS,
     time_limit: Annotated[float | None, typer.Option(min=0.0, help="Wall-clock limit in seconds.")] = None,
-    steps: Annotated[int | None, typer.Option(min=1, help="Forward-chaining steps (default: the sketch's).")] = None,
+    steps: Annotated[
+        int | None, typer.Option(min=1, max=MAX_STEPS, help="Forward-chaining steps (default: the sketch's).")
+    ] = None,
     device: Annotated[str, typer.Option(help="cpu or cuda (the same code runs on both).")] = "cpu",
     class_weight: Annotated[
         ClassWeight,
@@ -377,13 +382,16 @@ def export_command(
 ) -> None:
     """Print saved learned rules as Soufflé or clingo Datalog."""
     from nlndl.api import read_rules
+    from nlndl.compiler import DEFAULT_MEMORY_LIMIT
     from nlndl.export import clingo_text, souffle_text
 
     try:
         record = json.loads(results.read_text())
         sketch, fact_dir, rules_text = Path(record["sketch"]), record.get("fact_dir"), record["rules"]
         background = [Path(b) for b in record.get("background", [])]
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        if not isinstance(rules_text, list) or not all(isinstance(r, str) for r in rules_text):
+            raise TypeError("'rules' is not a list of strings")
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         _fail(f"{results}:1:1: error: not a results file written by nlndl train ({exc})")
     if not sketch.exists():
         _fail(f"{results}: error: its sketch {sketch} no longer exists")
@@ -396,7 +404,7 @@ def export_command(
         from nlndl.compiler import CompileError
 
         try:
-            rules = read_rules(path, program)
+            rules = read_rules(path, program, memory_limit=DEFAULT_MEMORY_LIMIT)
         except CompileError as exc:
             _fail(exc.diagnostics.render())
     render = souffle_text if dialect == Dialect.souffle else clingo_text

@@ -34,7 +34,8 @@ def check_training_memory(program: CompiledProgram, restarts: int, limit: int, s
     need = training_bytes(program, restarts, steps)
     if need <= limit:
         return need
-    fits = next((k for k in range(restarts - 1, 0, -1) if training_bytes(program, k, steps) <= limit), None)
+    per_restart = training_bytes(program, 1, steps) - FIXED  # the estimate is FIXED + restarts x per_restart
+    fits = min(restarts - 1, (limit - FIXED) // per_restart) if per_restart > 0 and limit > FIXED else 0
     hint = f"use --restarts {fits}, " if fits else ""
     raise BudgetError(
         f"training would need about {size_text(need)} ({restarts} restarts, {steps or program.steps} steps), over "

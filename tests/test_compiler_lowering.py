@@ -293,3 +293,19 @@ def test_an_unread_predicate_keeps_only_its_example_heads(tmp_path, monkeypatch)
         torch.manual_seed(0)
         losses.append(ForwardChainer(prog, ChainConfig(restarts=4)).losses())
     assert torch.allclose(losses[0], losses[1])
+
+
+def test_pruned_flag_is_per_predicate_across_worlds(tmp_path):
+    # world b's facts bind every extra variable, so b (the last world) prunes nothing; a prunes some.
+    # The predicate's flag (which keeps the safety gate on) must still say it was pruned.
+    text = """
+.decl e(a: symbol, b: symbol)
+.decl p(a: symbol, b: symbol)
+.learn p(vars=3, prune=extensional)
+.world a { e("x","y"). e("y","z"). e("z","w"). .pos p("x","z"). }
+.world b { e("u","u"). e("u","v"). e("v","u"). e("v","v"). .pos p("u","v"). }
+"""
+    program = compile_text(tmp_path, text)
+    a, b = program.worlds
+    assert a.pruned["p"] > 0 and b.pruned["p"] == 0
+    assert program.learned["p"].pruned is True

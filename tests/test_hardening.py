@@ -481,3 +481,14 @@ def test_share_cpu_leaves_a_chosen_policy_and_a_loaded_torch_alone(monkeypatch):
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
     assert share_cpu() is None, "torch is already imported here: too late to choose"
     assert "OMP_WAIT_POLICY" not in os.environ
+
+
+def test_step_and_restart_options_are_bounded(tmp_path):
+    from nlndl.cli import MAX_STEPS
+    from nlndl.compiler.check import MAX_STEPS as CHECKED
+
+    assert MAX_STEPS == CHECKED
+    assert_clean_exit(runner.invoke(app, ["compile", LT, "--steps", str(MAX_STEPS + 1)]), 2)
+    result = train(LT, "-D", str(tmp_path / "O"), "--restarts", "1000000000")
+    assert_clean_exit(result)
+    assert "1000000000 restarts" in result.output and "use --restarts " in result.output
