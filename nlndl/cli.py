@@ -74,13 +74,19 @@ def _check_device(device: str) -> None:
         _fail(f"error: --device {device}: no CUDA device is available (torch {torch.__version__})")
 
 
-def _check_outputs(*paths: Path | None) -> None:
-    for path in paths:
+PLOT_FORMATS = (".png", ".svg", ".pdf")
+
+
+def _check_outputs(*paths: Path | None, plot: Path | None = None) -> None:
+    """Every output file a bench names can be written (and a plot's format is known), before the long run."""
+    for path in (*paths, plot):
         if path is not None:
             try:
                 check_writable(path)
             except OutputError as exc:
                 _fail(str(exc))
+    if plot is not None and plot.suffix.lower() not in PLOT_FORMATS:
+        _fail(f"{plot}: error: a plot is written as {', '.join(PLOT_FORMATS)}; name the file with one of them")
 
 
 PROGRAM_FILES = ["program.json", "arrays.safetensors"]
@@ -776,7 +782,7 @@ def bench_boolean(
     from nlndl.bench import boolean
     from nlndl.runtime.init import Init
 
-    _check_outputs(json_path, plot_path)
+    _check_outputs(json_path, plot=plot_path)
     if xor_init is not None:
         try:
             Init.parse(xor_init)
@@ -835,7 +841,7 @@ def bench_ldpc(
 
     from nlndl.bench import ldpc as bench
 
-    _check_outputs(json_path, plot_path, markdown_path)
+    _check_outputs(json_path, markdown_path, plot=plot_path)
     _check_device(device)
     cfg = bench.LdpcBenchConfig.quick() if quick else bench.LdpcBenchConfig()
     cfg = replace(cfg, steps=steps or cfg.steps, codewords=codewords or cfg.codewords)

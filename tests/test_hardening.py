@@ -492,3 +492,10 @@ def test_step_and_restart_options_are_bounded(tmp_path):
     result = train(LT, "-D", str(tmp_path / "O"), "--restarts", "1000000000")
     assert_clean_exit(result)
     assert "1000000000 restarts" in result.output and "use --restarts " in result.output
+
+
+def test_a_plot_of_unknown_format_is_refused_before_the_run(tmp_path):
+    for command in (["bench", "boolean", "--quick"], ["bench", "ldpc", "--quick"]):
+        result = runner.invoke(app, [*command, "--plot", str(tmp_path / "curves.foo")])
+        assert_clean_exit(result)
+        assert "a plot is written as .png, .svg, .pdf" in result.output

@@ -53,7 +53,7 @@ def plot_boolean(results: dict[str, Any], path: Path) -> None:
         )
         right.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    _save(fig, path)
     plt.close(fig)
 
 
@@ -77,5 +77,16 @@ def plot_ldpc(report: dict[str, Any], path: Path) -> None:
     axes[0][0].set_ylabel(f"BER (n = {report['code']['n']}, {report['codewords']} codewords)")
     axes[0][0].legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    _save(fig, path)
     plt.close(fig)
+
+
+def _save(fig, path: Path) -> None:
+    """The figure in the format its suffix names, replacing ``path`` atomically (whole or absent)."""
+    import io
+
+    from nlndl.output import write_bytes_atomic
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, dpi=120, format=path.suffix.lstrip(".").lower() or "png")
+    write_bytes_atomic(path, buffer.getvalue())
