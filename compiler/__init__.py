@@ -36,7 +36,7 @@ def compile_sketch(
     diags = Diagnostics(sources=dict(sketch.sources))
     checked = check(sketch, diags)
     symbols = SymbolTable()
-    worlds = ground_worlds(checked, symbols, fact_dir, diags)
+    worlds = ground_worlds(checked, symbols, fact_dir, diags, memory_limit)
     if diags:
         raise CompileError(diags)
     learned, lowered = lower(checked, worlds, diags, memory_limit)

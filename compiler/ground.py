@@ -61,7 +61,12 @@ def to_rule(clause: ast.Clause, symbols: SymbolTable) -> Rule:
 
 
 def world_program(
-    checked: Checked, parts: list[ast.World], symbols: SymbolTable, fact_dir: Path | None, diags: Diagnostics
+    checked: Checked,
+    parts: list[ast.World],
+    symbols: SymbolTable,
+    fact_dir: Path | None,
+    diags: Diagnostics,
+    memory_limit: int | None = None,
 ) -> tuple[Database, list[Rule]]:
     """The facts (inline and from .input files) and background rules of one world's parts."""
     facts: Database = {name: set() for name in checked.relations}
@@ -70,7 +75,7 @@ def world_program(
         for name, span in part.inputs:
             base = [checked.types[a.type] for a in checked.relations[name].attributes]
             path = (fact_dir or Path(span.file).parent) / f"{name}.facts"
-            for row in read_facts(path, base, diags, span):
+            for row in read_facts(path, base, diags, span, memory_limit):
                 facts[name].add(tuple(symbols.intern(v) for v in row))
         for clause in part.clauses:
             if clause.body:
@@ -87,13 +92,13 @@ def world_parts(sketch: ast.Sketch) -> list[list[ast.World]]:
 
 
 def ground_worlds(
-    checked: Checked, symbols: SymbolTable, fact_dir: Path | None, diags: Diagnostics
+    checked: Checked, symbols: SymbolTable, fact_dir: Path | None, diags: Diagnostics, memory_limit: int | None = None
 ) -> list[GroundWorld]:
     """Facts, background closure, examples and domains of every world."""
     out = []
     for parts in world_parts(checked.sketch):
         world = parts[-1]
-        facts, rules = world_program(checked, parts, symbols, fact_dir, diags)
+        facts, rules = world_program(checked, parts, symbols, fact_dir, diags, memory_limit)
         db = evaluate(facts, rules)
         examples = [
             (e.atom.predicate, tuple(symbols.intern(a.value) for a in e.atom.args), e.positive, e.span)

@@ -499,3 +499,12 @@ def test_a_plot_of_unknown_format_is_refused_before_the_run(tmp_path):
         result = runner.invoke(app, [*command, "--plot", str(tmp_path / "curves.foo")])
         assert_clean_exit(result)
         assert "a plot is written as .png, .svg, .pdf" in result.output
+
+
+def test_a_facts_file_too_large_to_read_is_refused_before_reading(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    Path("s.dl").write_text(FACTS_SKETCH)
+    Path("r.facts").write_text("a\t1\n" * 10_000)
+    result = runner.invoke(app, ["compile", "s.dl", "-F", ".", "--memory-limit", "1MiB"])
+    assert_clean_exit(result)
+    assert "s.dl:2:8: error: facts file r.facts of 39.1 KiB would take about 2.4 MiB to read" in result.output
