@@ -26,10 +26,12 @@ from nlndl.compiler.crisp import BodyAtom, Database, Rule, evaluate
 from nlndl.compiler.diagnostics import Diagnostics, Span, size_text
 from nlndl.compiler.facts import read_facts
 from nlndl.compiler.ir import InputAtom, LearnedIR, RelationLayout, WorldIR
+from nlndl.compiler.join import JoinTooLarge, joinable, kept_by_join
 from nlndl.compiler.symbols import SymbolTable
 
 CHUNK = 1 << 20  # substitutions enumerated at a time
-MAX_SUBSTITUTIONS = 2_000_000_000  # beyond this even enumerating the grid is refused
+MAX_SUBSTITUTIONS = 2_000_000_000  # beyond this a walk over the grid is refused
+MAX_GRID = 2**62  # joins never walk the grid, but its flat indices must fit in int64
 VALUATION_BYTES = 16  # per ground atom: the float32 valuation, example slots and labels, and the atom table
 MAX_INPUTS = 20_000  # candidate body atoms of one learned predicate (Sorting has 176)
 PRUNE_ABOVE = 20_000  # prune=auto prunes a predicate whose grid (all worlds) is larger than this
@@ -246,26 +248,50 @@ class Lowering:
         """The clause head p(V0, ..., Vk-1): the first head_arity variables."""
         return InputAtom(self.spec.predicate, tuple(range(self.spec.head_arity)))
 
-    def kept(self, heads: np.ndarray | None = None) -> np.ndarray:
-        """Flat indices (into the substitution grid) of the substitutions that survive pruning; with
-        ``heads`` (sorted valuation slots), only those whose head atom is one of them."""
-        pruning = self.prune and self.spec.extra > 0
+    @property
+    def pruning(self) -> bool:
+        return self.prune and self.spec.extra > 0
+
+    @property
+    def method(self) -> str:
+        """How the kept substitutions are enumerated: ``join`` over the facts where the pruning rule applies
+        and every extensional atom over an extra variable is a plain relation, else a ``walk`` of the grid."""
+        return "join" if self.pruning and joinable(self) else "walk"
+
+    def bound(self, theta: tuple[np.ndarray, ...]) -> np.ndarray:
+        """The pruning rule on substitutions ``theta``: each extra variable is at its domain's first constant or
+        in a true extensional candidate atom."""
+        keep = np.ones(theta[0].shape, dtype=bool)
+        for var in range(self.spec.head_arity, self.spec.vars):
+            bound = theta[var] == 0
+            for atom in self.extensional:
+                if var in atom.vars:
+                    bound |= self.values[self.slots(atom, theta)] > 0
+            keep &= bound
+        return keep
+
+    def kept(self, heads: np.ndarray | None = None, memory_limit: int = 2**62) -> np.ndarray:
+        """Flat indices (into the substitution grid, ascending) of the substitutions that survive pruning;
+        with ``heads`` (sorted valuation slots), only those whose head atom is one of them. By joins where
+        :attr:`method` says so (JoinTooLarge past ``memory_limit``), else by :meth:`walk`."""
+        if self.method == "join":
+            return kept_by_join(self, heads, memory_limit)
+        return self.walk(heads)
+
+    def walk(self, heads: np.ndarray | None = None) -> np.ndarray:
+        """:meth:`kept` by a walk over the whole grid in chunks (the reference the joins are tested against)."""
         chunks = []
         for start in range(0, self.total, CHUNK):
             flat = np.arange(start, min(start + CHUNK, self.total), dtype=np.int64)
-            if heads is None and not pruning:
+            if heads is None and not self.pruning:
                 chunks.append(flat)
                 continue
             theta = np.unravel_index(flat, self.sizes)
             keep = np.ones(flat.shape, dtype=bool)
             if heads is not None:
                 keep = np.isin(self.slots(self.head_atom, theta), heads)
-            for var in range(self.spec.head_arity, self.spec.vars) if pruning else ():
-                bound = theta[var] == 0
-                for atom in self.extensional:
-                    if var in atom.vars:
-                        bound |= self.values[self.slots(atom, theta)] > 0
-                keep &= bound
+            if self.pruning:
+                keep &= self.bound(theta)
             chunks.append(flat[keep])
         return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int64)
 
@@ -275,8 +301,9 @@ class Lowering:
         for i, atom in enumerate(self.inputs):
             gather[:, i] = self.slots(atom, theta)
         scatter = self.slots(self.head_atom, theta) if kept.size else np.zeros(0, dtype=np.int64)
-        order = np.argsort(scatter, kind="stable")
-        gather, scatter = gather[order], scatter[order]
+        if scatter.size and (scatter[1:] < scatter[:-1]).any():  # kept is ascending, so head-sorted already
+            order = np.argsort(scatter, kind="stable")
+            gather, scatter, kept = gather[order], scatter[order], kept[order]
         entry = self.layout[self.spec.predicate]
         counts = np.bincount(scatter - entry.offset, minlength=entry.size)
         ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
@@ -285,7 +312,7 @@ class Lowering:
             f"{name}/gather": gather,
             f"{name}/scatter": scatter.astype(np.int64),
             f"{name}/ptr": ptr,
-            f"{name}/grid": kept[order],  # each substitution's flat index in the grid of its variables' domains
+            f"{name}/grid": kept,  # each substitution's flat index in the grid of its variables' domains
         }
 
 
@@ -348,14 +375,16 @@ def examples(
         if slot in labels and labels[slot][0] != positive:
             diags.error(span, f"example contradicts the one at {labels[slot][1]}")
         labels[slot] = (positive, span)
-    for name in sorted(closed):
-        entry = layout[name]
-        for slot in range(entry.offset, entry.offset + entry.size):
-            labels.setdefault(slot, (False, Span("<closed world>", 1, 1)))
-    slots = np.array(sorted(labels), dtype=np.int64)
+    given = np.array(sorted(labels), dtype=np.int64)
+    given_labels = np.array([labels[int(s)][0] for s in given], dtype=np.float32)
+    # a closed predicate: every atom that is no example is a negative one
+    ranges = [np.arange(layout[n].offset, layout[n].offset + layout[n].size, dtype=np.int64) for n in sorted(closed)]
+    negatives = np.setdiff1d(np.concatenate(ranges), given) if ranges else np.zeros(0, dtype=np.int64)
+    slots = np.concatenate([given, negatives])
+    order = np.argsort(slots, kind="stable")
     return {
-        "examples/slots": slots,
-        "examples/labels": np.array([labels[int(s)][0] for s in slots], dtype=np.float32),
+        "examples/slots": slots[order],
+        "examples/labels": np.concatenate([given_labels, np.zeros(negatives.size, dtype=np.float32)])[order],
     }
 
 
@@ -426,14 +455,18 @@ def lower(
         lowerings = {}
         for p, spec in checked.learned.items():
             low = Lowering(spec, inputs[p], world, layout, values, learned, functions, pruned[p], checked)
-            if low.total > MAX_SUBSTITUTIONS:
+            if low.total > (MAX_GRID if low.method == "join" else MAX_SUBSTITUTIONS):
                 diags.error(
                     spec.span,
                     f"{p} has {low.total:,} substitutions in world {world.name} "
                     f"(domains {' x '.join(map(str, low.sizes))}); reduce vars or the domains",
                 )
                 return {}, []
-            lowerings[p] = (low, low.kept(demanded if p in unread else None))
+            try:
+                lowerings[p] = (low, low.kept(demanded if p in unread else None, memory_limit))
+            except JoinTooLarge as exc:
+                diags.error(spec.span, f"{p} in world {world.name}: {exc}")
+                return {}, []
             estimate += lowerings[p][1].size * (len(inputs[p]) + 2) * 8
         plans.append((world, layout, atoms, values, lowerings, labelled))
     if estimate > memory_limit:

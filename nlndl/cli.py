@@ -679,6 +679,35 @@ def bench_ilp(
         write_bytes_atomic(markdown_path, table.encode())
 
 
+@bench_app.command("scale")
+def bench_scale(
+    sizes: Annotated[str, typer.Option(help="People in the random forest, comma-separated.")] = "100,300,1000",
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the forest and of training.")] = 0,
+    train: Annotated[bool, typer.Option("--train/--no-train", help="Also train each size.")] = True,
+    time_limit: Annotated[float, typer.Option(min=1.0, help="Seconds of training per size.")] = 600.0,
+    json_path: Annotated[Path | None, typer.Option("--json", help="Write the rows as JSON.")] = None,
+    plot_path: Annotated[Path | None, typer.Option("--plot", help="Compile and train time against N, log-log.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Compile and train reachability on random forests of growing size: time, memory, substitutions."""
+    from nlndl.bench import scale
+
+    _check_outputs(json_path, plot=plot_path)
+    numbers = _numbers(sizes, "--sizes", int)
+    if any(n < 2 for n in numbers):
+        typer.echo("error: --sizes are at least 2", err=True)
+        raise typer.Exit(2)
+    with progress_bar(len(numbers), quiet) as tell:
+        report = scale.run(numbers, seed, train, time_limit, tell)
+    typer.echo(scale.markdown(report))
+    if json_path is not None:
+        write_json(json_path, report)
+    if plot_path is not None:
+        from nlndl.bench.plot import plot_scale
+
+        plot_scale(report, plot_path)
+
+
 @bench_app.command("fuzz")
 def bench_fuzz(
     inputs: Annotated[int, typer.Option(min=1, help="Fuzz inputs to run.")] = 10_000,

@@ -285,7 +285,7 @@ def test_an_unread_predicate_keeps_only_its_example_heads(tmp_path, monkeypatch)
     assert len(set(recursive.worlds[0].scatter("p").tolist())) == 16, "read by itself: every head atom"
 
     full_kept = ground.Lowering.kept
-    monkeypatch.setattr(ground.Lowering, "kept", lambda self, heads=None: full_kept(self))
+    monkeypatch.setattr(ground.Lowering, "kept", lambda self, heads=None, memory_limit=2**62: full_kept(self))
     full = compile_text(tmp_path, UNREAD)
     assert len(set(full.worlds[0].scatter("p").tolist())) == 16
     losses = []

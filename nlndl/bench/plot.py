@@ -81,6 +81,23 @@ def plot_ldpc(report: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+def plot_scale(report: dict[str, Any], path: Path) -> None:
+    """Compile and train seconds against N, log-log (nlndl bench scale)."""
+    fig, ax = plt.subplots(figsize=(5, 4))
+    for key, label in (("compile_seconds", "compile"), ("train_seconds", "train")):
+        points = [(r["n"], r[key]) for r in report["rows"] if key in r and (key != "train_seconds" or r.get("solved"))]
+        if points:
+            ax.plot(*zip(*points, strict=True), marker="o", label=label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("N (people)")
+    ax.set_ylabel("seconds")
+    ax.legend()
+    fig.tight_layout()
+    _save(fig, path)
+    plt.close(fig)
+
+
 def _save(fig, path: Path) -> None:
     """The figure in the format its suffix names, replacing ``path`` atomically (whole or absent)."""
     import io

@@ -1,0 +1,155 @@
+"""Kept substitutions by joins over the facts, instead of a walk over the whole substitution grid.
+
+Under the pruning rule an extra variable is kept only at the domain's first constant or where a true
+extensional candidate atom binds it. So, starting from the head's tuples (every one, or the demanded
+ones), each extra variable in turn takes the values that some true fact gives it, found by a sorted
+join on the variables the atom shares with those already bound (CSR ranges, ``np.repeat``): work in
+proportion to what is kept, not to |D|^vars. Atoms over variables not yet bound contribute their
+projection, a superset; the pruning test of :meth:`Lowering.kept`, run on the complete substitutions,
+then makes the result exactly the grid walk's.
+
+Measured against engines before writing it (one join step of the 1,000-person forest, 4,970,274 kept,
+2 cores): this numpy join 0.8 s, DuckDB 2.0 0.7 s, polars 2.1 1.2 s; no dependency earns its place.
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import combinations
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from nlndl.compiler.diagnostics import size_text
+
+if TYPE_CHECKING:
+    from nlndl.compiler.ground import Lowering
+    from nlndl.compiler.ir import InputAtom
+
+PAIR_BYTES = 24  # per candidate (row, value) pair: row index, value, sort key
+
+
+class JoinTooLarge(Exception):
+    """An intermediate result of the join would not fit; the message has the estimate."""
+
+
+def joinable(low: Lowering) -> bool:
+    """Whether every extensional atom over an extra variable can be inverted (no functions applied)."""
+    extra = set(range(low.spec.head_arity, low.spec.vars))
+    return all(not any(a.funcs) for a in low.extensional if extra & set(a.vars))
+
+
+def _facts(low: Lowering, atom: InputAtom) -> np.ndarray:
+    """(facts, arity) positions, in each argument's *variable's* domain, of the true facts of the atom's
+    relation that fit its variables' types (a fact with a constant outside a subtype's domain cannot hold)."""
+    entry = low.layout[atom.predicate]
+    world = low.world
+    rows = [
+        tuple(world.positions[t][c] for t, c in zip(entry.types, fact, strict=True))
+        for fact in world.db.get(atom.predicate, ())
+    ]
+    facts = np.array(rows, dtype=np.int64).reshape(len(rows), len(entry.types))
+    for i, (var, want) in enumerate(zip(atom.vars, entry.types, strict=True)):
+        facts[:, i] = _inverse_lift(low, low.spec.var_types[var], want)[facts[:, i]]
+    facts = facts[(facts >= 0).all(axis=1)]
+    for i, j in combinations(range(len(atom.vars)), 2):
+        if atom.vars[i] == atom.vars[j]:
+            facts = facts[facts[:, i] == facts[:, j]]  # a repeated variable: both arguments equal
+    return facts
+
+
+def _inverse_lift(low: Lowering, sub: str, sup: str) -> np.ndarray:
+    """Position in ``sup``'s domain -> position in ``sub``'s domain, -1 where the constant is not in ``sub``."""
+    world = low.world
+    inverse = np.full(len(world.domains[sup]), -1, dtype=np.int64)
+    for i, c in enumerate(world.domains[sub]):
+        inverse[world.positions[sup][c]] = i
+    return inverse
+
+
+def _encode(columns: list[np.ndarray], sizes: list[int]) -> np.ndarray:
+    """One int64 key per row from several position columns (mixed radix)."""
+    key = np.zeros(columns[0].shape if columns else (0,), dtype=np.int64)
+    for column, size in zip(columns, sizes, strict=True):
+        key = key * size + column
+    return key
+
+
+def _expand(row_keys: np.ndarray, fact_keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every (row, value) with the row's key equal to a fact's key: a sorted join."""
+    order = np.argsort(fact_keys, kind="stable")
+    fact_keys, values = fact_keys[order], values[order]
+    lo = np.searchsorted(fact_keys, row_keys, "left")
+    count = np.searchsorted(fact_keys, row_keys, "right") - lo
+    rows = np.repeat(np.arange(row_keys.size), count)
+    before = np.cumsum(count) - count
+    return rows, values[np.repeat(lo - before, count) + np.arange(int(count.sum()))]
+
+
+def _sorted_unique(keys: np.ndarray) -> np.ndarray:
+    """The distinct keys, ascending (a sort and a neighbour test: several times faster here than np.unique's
+    hash table on millions of keys)."""
+    keys = np.sort(keys)
+    return keys[np.concatenate([[True], keys[1:] != keys[:-1]])] if keys.size else keys
+
+
+def _check(pairs: int, memory_limit: int, what: str) -> None:
+    if pairs * PAIR_BYTES > memory_limit:
+        raise JoinTooLarge(
+            f"enumerating the substitutions would hold {pairs:,} candidate bindings of {what} "
+            f"(about {size_text(pairs * PAIR_BYTES)}), over the limit of {size_text(memory_limit)}; "
+            "reduce vars, restrict body=[...], or raise --memory-limit"
+        )
+
+
+def kept_by_join(low: Lowering, heads: np.ndarray | None, memory_limit: int) -> np.ndarray:
+    """The same flat grid indices as the grid walk of :meth:`Lowering.kept` (sorted), by joins."""
+    spec, sizes = low.spec, low.sizes
+    h = spec.head_arity
+    if heads is not None:
+        entry = low.layout[spec.predicate]
+        heads = _sorted_unique(heads[(heads >= entry.offset) & (heads < entry.offset + entry.size)])  # p's own
+        head_rows = np.unravel_index(heads - entry.offset, entry.shape) if entry.shape else ()
+        columns = [np.asarray(c, dtype=np.int64) for c in head_rows]
+        n_rows = heads.size
+    else:
+        n_rows = math.prod(sizes[:h])
+        _check(n_rows * max(h, 1), memory_limit, "the head variables")
+        columns = [np.asarray(c, dtype=np.int64) for c in np.unravel_index(np.arange(n_rows), sizes[:h])]
+    bound = list(range(h))
+    for v in range(h, spec.vars):
+        row_parts = [np.arange(n_rows)]
+        value_parts = [np.zeros(n_rows, dtype=np.int64)]  # the domain's first constant always binds
+        for atom in (a for a in low.extensional if v in a.vars):
+            facts = _facts(low, atom)
+            if not facts.size:
+                continue
+            at_v = atom.vars.index(v)
+            shared = sorted({u for u in atom.vars if u in bound})
+            if shared:
+                first = [atom.vars.index(u) for u in shared]
+                key_sizes = [sizes[u] for u in shared]
+                fact_keys = _encode([facts[:, i] for i in first], key_sizes)
+                row_keys = _encode([columns[u] for u in shared], key_sizes)
+                rows, values = _expand(row_keys, fact_keys, facts[:, at_v])
+            else:  # nothing to join on: every row may take any value the atom gives v
+                values = np.unique(facts[:, at_v])
+                _check(n_rows * values.size, memory_limit, f"variable {v}")
+                rows = np.repeat(np.arange(n_rows), values.size)
+                values = np.tile(values, n_rows)
+            row_parts.append(rows)
+            value_parts.append(values)
+        pairs = sum(r.size for r in row_parts)
+        _check(pairs, memory_limit, f"variable {v}")
+        rows, values = np.concatenate(row_parts), np.concatenate(value_parts)
+        flat = _sorted_unique(rows * sizes[v] + values)  # each (row, value) once
+        rows, values = np.divmod(flat, sizes[v])
+        columns = [c[rows] for c in columns] + [values]
+        n_rows = rows.size
+        bound.append(v)
+    if n_rows == 0:
+        return np.zeros(0, dtype=np.int64)
+    if not columns:  # a nullary predicate without variables: its one substitution
+        return np.zeros(n_rows, dtype=np.int64)
+    keep = low.bound(tuple(columns))
+    return np.sort(np.ravel_multi_index(tuple(c[keep] for c in columns), sizes))

@@ -1,0 +1,156 @@
+"""Scaling benchmark: compile and train on a reachability task whose size is a parameter.
+
+N people in a random forest (each person after the first has a parent drawn uniformly among those before,
+seeded), ``parent/2`` read from a ``.facts`` file, ``ancestor`` learned from its transitive closure with
+``.closed ancestor`` (every other pair a negative). Each compile and train runs in a fresh process, so that
+its peak resident memory is its own (``os.wait4``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def forest(n: int, seed: int = 0) -> tuple[str, str, int]:
+    """The sketch, the parent facts (tab-separated) and the number of positive examples for ``n`` people."""
+    rng = np.random.default_rng(seed)
+    child = np.arange(1, n)
+    parent = (rng.random(n - 1) * child).astype(np.int64)
+    ancestors: dict[int, list[int]] = {0: []}
+    for c, p in zip(child.tolist(), parent.tolist(), strict=True):
+        ancestors[c] = [p, *ancestors[p]]
+    facts = "".join(f"p{p}\tp{c}\n" for p, c in zip(parent.tolist(), child.tolist(), strict=True))
+    positives = [f'.pos ancestor("p{a}", "p{c}").' for c in range(n) for a in sorted(ancestors[c])]
+    sketch = "\n".join(
+        [
+            f"// reachability on a random forest of {n} people (nlndl bench scale, seed {seed})",
+            ".decl parent(a: symbol, b: symbol)",
+            ".input parent",
+            ".decl ancestor(a: symbol, b: symbol)",
+            ".learn ancestor(vars=3, body=[parent, ancestor])",
+            ".closed ancestor",
+            *positives,
+        ]
+    )
+    return sketch + "\n", facts, len(positives)
+
+
+def _run(args: list[str], timeout: float | None) -> tuple[int, float, int, str]:
+    """Exit code, wall seconds, peak RSS in bytes and stdout of ``python -m nlndl ARGS`` in a fresh process."""
+    start = time.perf_counter()
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        process = subprocess.Popen([sys.executable, "-m", "nlndl", *args], stdout=out, stderr=err)
+        deadline = None if timeout is None else start + timeout
+        while True:
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                break
+            if deadline is not None and time.perf_counter() > deadline:
+                process.kill()
+                _, status, usage = os.wait4(process.pid, 0)
+                break
+            time.sleep(0.05)
+        seconds = time.perf_counter() - start
+        out.seek(0)
+        err.seek(0)
+        code = os.waitstatus_to_exitcode(status)
+        return code, seconds, usage.ru_maxrss * 1024, out.read() + err.read()[-2000:]
+
+
+def measure(n: int, seed: int, train: bool, time_limit: float) -> dict[str, Any]:
+    """One size: the compile's figures and, with ``train``, a training run (solved and clingo-verified, or not)."""
+    sketch, facts, positives = forest(n, seed)
+    row: dict[str, Any] = {"n": n, "facts": n - 1, "positives": positives, "grid": n**3}
+    with tempfile.TemporaryDirectory(prefix="nlndl-scale-") as tmp:
+        (Path(tmp) / "sketch.dl").write_text(sketch)
+        (Path(tmp) / "parent.facts").write_text(facts)
+        code, seconds, rss, output = _run(["compile", str(Path(tmp) / "sketch.dl"), "--json"], None)
+        row.update(compile_seconds=seconds, compile_rss=rss)
+        if code != 0:
+            row["compile_error"] = output.strip().splitlines()[0] if output.strip() else f"exit {code}"
+            return row
+        summary = json.loads(output.strip().splitlines()[0])
+        row.update(
+            atoms=summary["atoms"],
+            substitutions=summary["substitutions"],
+            index_bytes=summary["bytes"],
+            bytes_per_substitution=summary["bytes"] / max(summary["substitutions"], 1),
+        )
+        if not train:
+            return row
+        args = ["train", str(Path(tmp) / "sketch.dl"), "-D", str(Path(tmp) / "out"), "--json", "-q"]
+        args += ["--time-limit", str(time_limit), "--seed", str(seed)]
+        code, seconds, rss, output = _run(args, time_limit * 3 + 120)
+        row.update(train_seconds=seconds, train_rss=rss)
+        try:
+            result = json.loads(output.strip().splitlines()[0])
+            row.update(solved=result["solved"], iterations=result["iterations"])
+        except (ValueError, IndexError, KeyError):
+            row.update(solved=False, train_error=output.strip().splitlines()[0] if output.strip() else f"exit {code}")
+    return row
+
+
+def slope(rows: list[dict[str, Any]], key: str) -> float | None:
+    """The exponent of ``key`` against N between the two largest sizes that have it (log-log)."""
+    points = [(r["n"], r[key]) for r in rows if r.get(key)]
+    if len(points) < 2:
+        return None
+    (n0, t0), (n1, t1) = points[-2], points[-1]
+    return math.log(t1 / t0) / math.log(n1 / n0)
+
+
+def run(
+    sizes: list[int], seed: int, train: bool, time_limit: float, progress: Callable[[str], None] | None = None
+) -> dict[str, Any]:
+    rows = []
+    for n in sizes:
+        if progress:
+            progress(f"N = {n:,}")
+        rows.append(measure(n, seed, train, time_limit))
+    return {
+        "seed": seed,
+        "time_limit": time_limit,
+        "rows": rows,
+        "compile_slope": slope(rows, "compile_seconds"),
+        "train_slope": slope([r for r in rows if r.get("solved")], "train_seconds"),
+    }
+
+
+def markdown(report: dict[str, Any]) -> str:
+    head = (
+        "| N | facts | positives | grid (N^3) | kept substitutions | atoms | index bytes | compile s | compile peak "
+        "| train | train s | train peak |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
+    )
+    lines = [head]
+    for r in report["rows"]:
+        if "compile_error" in r:
+            compiled = ["-", "-", "-", f"{r['compile_seconds']:.1f}", _mib(r["compile_rss"])]
+            verdict = f"refused: {r['compile_error'][:120]}"
+        else:
+            compiled = [f"{r['substitutions']:,}", f"{r['atoms']:,}", f"{r['index_bytes']:,}",
+                        f"{r['compile_seconds']:.1f}", _mib(r["compile_rss"])]
+            verdict = "-" if "train_seconds" not in r else (
+                f"solved, {r['iterations']} its" if r.get("solved") else
+                r.get("train_error", f"not solved in {r.get('iterations', '?')} its")[:120])
+        trained = [verdict, f"{r['train_seconds']:.1f}" if "train_seconds" in r else "-",
+                   _mib(r["train_rss"]) if "train_rss" in r else "-"]
+        lines.append("| " + " | ".join([f"{r['n']:,}", f"{r['facts']:,}", f"{r['positives']:,}", f"{r['grid']:.1e}",
+                                       *compiled, *trained]) + " |")
+    if report["compile_slope"] is not None:
+        lines.append(f"\ncompile time grows as N^{report['compile_slope']:.2f} between the two largest sizes")
+    return "\n".join(lines)
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:,.0f} MiB"
