@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from nlndl.compiler.ground import Lowering
     from nlndl.compiler.ir import InputAtom
 
-PAIR_BYTES = 24  # per candidate (row, value) pair: row index, value, sort key
+PAIR_BYTES = 8 * 4  # per candidate (row, value) pair: row index, value, sort key, sorted copy
+COLUMN_BYTES = 8 * 3  # per kept row and variable: its column, the gathered copy, the pruning test's slots
 
 
 class JoinTooLarge(Exception):
@@ -93,11 +94,11 @@ def _sorted_unique(keys: np.ndarray) -> np.ndarray:
     return keys[np.concatenate([[True], keys[1:] != keys[:-1]])] if keys.size else keys
 
 
-def _check(pairs: int, memory_limit: int, what: str) -> None:
-    if pairs * PAIR_BYTES > memory_limit:
+def _check(pairs: int, memory_limit: int, what: str, per_pair: int = PAIR_BYTES) -> None:
+    if pairs * per_pair > memory_limit:
         raise JoinTooLarge(
             f"enumerating the substitutions would hold {pairs:,} candidate bindings of {what} "
-            f"(about {size_text(pairs * PAIR_BYTES)}), over the limit of {size_text(memory_limit)}; "
+            f"(about {size_text(pairs * per_pair)}), over the limit of {size_text(memory_limit)}; "
             "reduce vars, restrict body=[...], or raise --memory-limit"
         )
 
@@ -140,7 +141,7 @@ def kept_by_join(low: Lowering, heads: np.ndarray | None, memory_limit: int) -> 
             row_parts.append(rows)
             value_parts.append(values)
         pairs = sum(r.size for r in row_parts)
-        _check(pairs, memory_limit, f"variable {v}")
+        _check(pairs, memory_limit, f"variable {v}", PAIR_BYTES + COLUMN_BYTES * (len(columns) + 1))
         rows, values = np.concatenate(row_parts), np.concatenate(value_parts)
         flat = _sorted_unique(rows * sizes[v] + values)  # each (row, value) once
         rows, values = np.divmod(flat, sizes[v])

@@ -122,7 +122,7 @@ def run(
         "seed": seed,
         "time_limit": time_limit,
         "rows": rows,
-        "compile_slope": slope(rows, "compile_seconds"),
+        "compile_slope": slope([r for r in rows if "compile_error" not in r], "compile_seconds"),
         "train_slope": slope([r for r in rows if r.get("solved")], "train_seconds"),
     }
 
