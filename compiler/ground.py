@@ -228,6 +228,8 @@ class Lowering:
                 arg_type, have = self.function_types[f]
                 x = self.functions[f][self.lift(x, self.spec.var_types[v], arg_type)]
             args.append(self.lift(x, have, want))
+        if not any(atom.funcs):  # every argument is defined: a plain row-major index
+            return entry.offset + np.ravel_multi_index(tuple(args), entry.shape)
         undefined = np.zeros(args[0].shape, dtype=bool)
         for a in args:
             undefined |= a < 0
@@ -333,11 +335,15 @@ def derivable_heads(
     variable is in a candidate atom that holds there (an extensional fact) or may (a learned atom)."""
     p = spec.predicate
     gather, scatter, values = arrays[f"{p}/gather"], arrays[f"{p}/scatter"], arrays["valuation"]
-    holds = (values[gather] > 0) | np.array([a.predicate in learned for a in inputs], dtype=bool)
     possible = np.ones(len(scatter), dtype=bool)
     for var in range(spec.head_arity):
-        binds = np.array([var in a.vars for a in inputs], dtype=bool)
-        possible &= holds[:, binds].any(axis=1)
+        binding = [i for i, a in enumerate(inputs) if var in a.vars]
+        if any(inputs[i].predicate in learned for i in binding):
+            continue  # a learned atom may hold anywhere
+        held = np.zeros(len(scatter), dtype=bool)
+        for i in binding:
+            held |= values[gather[:, i]] > 0
+        possible &= held
     return set(scatter[possible].tolist())
 
 
