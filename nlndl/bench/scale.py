@@ -95,7 +95,7 @@ def measure(n: int, seed: int, train: bool, time_limit: float) -> dict[str, Any]
         row.update(train_seconds=seconds, train_rss=rss)
         try:
             result = json.loads(output.strip().splitlines()[0])
-            row.update(solved=result["solved"], iterations=result["iterations"])
+            row.update(solved=result["solved"], iterations=result["iterations"], rules=result["rules"])
         except (ValueError, IndexError, KeyError):
             row.update(solved=False, train_error=output.strip().splitlines()[0] if output.strip() else f"exit {code}")
     return row
