@@ -301,7 +301,7 @@ def train_command(
     from nlndl.export import write_program
     from nlndl.learn import LearnConfig, learn
     from nlndl.progress import training_bar
-    from nlndl.runtime.budget import BudgetError
+    from nlndl.runtime.budget import BudgetError, fit_training
     from nlndl.runtime.chain import ChainConfig
     from nlndl.runtime.train import CheckpointError, TrainConfig, read_checkpoint
 
@@ -318,9 +318,18 @@ def train_command(
         except CheckpointError as exc:
             _fail(f"{checkpoint}: error: checkpoint is unusable: {exc}; it was left as it was")
     out, checkpoint_rel = _results_dir(output_dir, stem, program, resume)
+    chain = ChainConfig(restarts=restarts, class_weight=class_weight.value).for_program(program)  # bar shows it
+    try:
+        fitted = fit_training(program, chain, limit, restarts_given=restarts is not None)
+    except BudgetError as exc:
+        _fail(f"{sketch}: error: {exc}")
+    if fitted != chain and not (quiet or json_summary):
+        fewer = f", {fitted.restarts} restarts instead of {chain.restarts}" if fitted.restarts != chain.restarts else ""
+        note = f"training within --memory-limit {memory_limit}: steps recomputed in the backward pass{fewer}"
+        typer.echo(note, err=True)
     config = LearnConfig(
         train=TrainConfig(seed=seed, max_iters=max_iters, time_limit=time_limit),
-        chain=ChainConfig(restarts=restarts, class_weight=class_weight.value).for_program(program),  # bar shows it
+        chain=fitted,
         device=device,
         memory_limit=limit,
     )

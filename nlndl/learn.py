@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +17,7 @@ import torch
 from nlndl.compiler.crisp import Rule
 from nlndl.compiler.ir import CompiledProgram
 from nlndl.extract import extract, render, simplify
-from nlndl.runtime.budget import check_training_memory
+from nlndl.runtime.budget import fit_training
 from nlndl.runtime.chain import ChainConfig, ForwardChainer, Variants
 from nlndl.runtime.train import TrainConfig, Trainer, TrainState
 from nlndl.verify import Score, clingo_score, crisp_score
@@ -31,7 +31,7 @@ class LearnConfig:
     chain: ChainConfig = field(default_factory=ChainConfig)
     threshold: float = 0.5  # membership above which an atom or term is read as selected
     device: str = "cpu"
-    memory_limit: int | None = None  # bytes: refuse (BudgetError) when training_bytes estimates more
+    memory_limit: int | None = None  # bytes: fit training to it (runtime.budget.fit_training), else BudgetError
 
 
 @dataclass
@@ -255,9 +255,11 @@ def learn(
     save ``checkpoint``: a directory, or a function given the trainer (the CLI's publishes it into its output
     directory). ``resume`` raises CheckpointError on a checkpoint that cannot be resumed from."""
     config = config or LearnConfig()
-    if config.memory_limit is not None:
-        restarts = config.chain.for_program(program).restarts
-        check_training_memory(program, restarts, config.memory_limit)
+    if config.memory_limit is not None:  # fit the budget: recompute steps, or fewer restarts if none were asked
+        chain = fit_training(
+            program, config.chain.for_program(program), config.memory_limit, config.chain.restarts is not None
+        )
+        config = replace(config, chain=chain)
     torch.manual_seed(config.train.seed)
     model = ForwardChainer(program, config.chain).to(config.device)
     trainer = Trainer(model, config.train)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import torch
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 from nlndl.compiler.ir import AMALGAMATIONS, CompiledProgram, LearnedIR
 from nlndl.runtime.fused import log_none
@@ -63,6 +64,7 @@ class ChainConfig:
     safety: bool = True  # gate DNF terms that cannot read as safe clauses (see SafetyGate)
     fuzzy: str = "power"  # learned (fuzzy) inputs: "power" (1 - m)^(1 - x), or the paper's "product" 1 - m (1 - x)
     class_weight: str = "sqrt"  # a positive example's weight in the loss relative to a negative's (CLASS_WEIGHTS)
+    recompute: bool = False  # keep one valuation per step for the backward pass and run each step again there
 
     def __post_init__(self) -> None:
         if self.amalgamation is not None and self.amalgamation not in AMALGAMATIONS:
@@ -497,22 +499,35 @@ class ForwardChainer(nn.Module):
         with ``variants``, of the programs it describes, (V, atoms)."""
         slots = self.restarts if variants is None else len(variants.rows)
         x = world.valuation.unsqueeze(0).expand(slots, -1).clone()
+        prepared = {}
         for p in self.order:
             crisp, rows = getattr(world, f"crisp_{p}"), getattr(world, f"crisp_rows_{p}")
-            self.steps_[p].prepared = self.functions[p].prepare(crisp, rows, threshold, variants)
+            prepared[p] = self.functions[p].prepare(crisp, rows, threshold, variants)
+        recompute = self.config.recompute and torch.is_grad_enabled()
         for _ in range(self.program.steps if steps is None else steps):
             if self.deadline is not None and torch.is_grad_enabled() and time.perf_counter() > self.deadline:
                 raise TimeLimitReached
-            for p in self.order:
-                offset, size = world.ranges[p]
-                old = x[:, offset : offset + size]
-                index = world.fuzzy_columns(p)
-                new = self.steps_[p].propagate(x, index, getattr(world, f"scatter_{p}"), size, old)
-                if threshold is not None:
-                    new = (new > 0.5).to(new.dtype)
-                x = torch.cat([x[:, :offset], new, x[:, offset + size :]], dim=1)
+            if recompute:  # keep only the valuation between steps; the backward pass runs the step again
+                x = checkpoint(self.step, x, world, threshold, prepared, use_reentrant=False)
+            else:
+                x = self.step(x, world, threshold, prepared)
         for p in self.order:
             self.steps_[p].prepared = None
+        return x
+
+    def step(
+        self, x: torch.Tensor, world: WorldTensors, threshold: float | None, prepared: dict[str, Prepared]
+    ) -> torch.Tensor:
+        """One forward-chaining step: each learned predicate, in stratum order, from the valuations ``x``."""
+        for p in self.order:
+            self.steps_[p].prepared = prepared[p]
+            offset, size = world.ranges[p]
+            old = x[:, offset : offset + size]
+            index = world.fuzzy_columns(p)
+            new = self.steps_[p].propagate(x, index, getattr(world, f"scatter_{p}"), size, old)
+            if threshold is not None:
+                new = (new > 0.5).to(new.dtype)
+            x = torch.cat([x[:, :offset], new, x[:, offset + size :]], dim=1)
         return x
 
     @torch.no_grad()

@@ -63,9 +63,14 @@ def test_usage_errors_exit_2():
 
 def test_memory_limit_flag():
     sketch = str(ROOT / "examples/ilp/addition/sketch.dl")
-    result = runner.invoke(app, ["compile", sketch, "--memory-limit", "1MiB"])
+    result = runner.invoke(app, ["compile", sketch, "--memory-limit", "4MiB"])
     assert result.exit_code == 1
-    assert "error: the index arrays would take 5.4 MiB, over the limit of 1.0 MiB" in result.output
+    assert "sketch.dl:15:8: error: the index arrays would take 5.4 MiB, over the limit of 4.0 MiB" in result.output
+    result = runner.invoke(app, ["compile", sketch, "--memory-limit", "2MiB"])  # the joins' bindings first
+    assert result.exit_code == 1
+    assert "error: add in world main: enumerating the substitutions would hold 21,600 candidate bindings" in (
+        result.output
+    )
 
 
 def test_an_underivable_positive_example_is_warned_at_its_line(tmp_path):

@@ -375,12 +375,21 @@ def test_too_many_candidate_atoms_are_refused_before_enumeration(monkeypatch, tm
     assert "p would have 1,049,600 candidate body atoms (at most 20,000)" in result.output
 
 
-def test_train_refuses_work_over_its_memory_limit(tmp_path):
-    result = train(LT, "-D", str(tmp_path / "O"), "--memory-limit", "70MiB")
+def test_train_fits_its_memory_limit_or_refuses_with_the_estimate(tmp_path):
+    # less-than: about 78 MiB with 32 restarts, 67 MiB with each step recomputed in the backward pass
+    result = runner.invoke(app, ["train", LT, "-D", str(tmp_path / "A"), "--memory-limit", "70MiB"])
+    assert result.exit_code == 0, result.output
+    assert "steps recomputed in the backward pass" in result.output and "32 restarts" in result.output
+    result = runner.invoke(app, ["train", LT, "-D", str(tmp_path / "B"), "--memory-limit", "66MiB"])
+    assert result.exit_code == 0, result.output
+    assert "19 restarts instead of 32" in result.output
+    result = train(LT, "-D", str(tmp_path / "C"), "--memory-limit", "66MiB", "--restarts", "32")
     assert_clean_exit(result)
-    assert "training would need about" in result.output and "--restarts" in result.output
-    assert "--memory-limit" in result.output
-    assert not (tmp_path / "O").exists() or not any((tmp_path / "O").iterdir())
+    assert "training would need about 78.2 MiB (32 restarts, 10 steps; 67.3 MiB with each step recomputed" in (
+        result.output
+    )
+    assert "use --restarts 19" in result.output and "--memory-limit" in result.output
+    assert not (tmp_path / "C").exists()
 
 
 def test_check_refuses_a_rules_file_too_large_to_parse(tmp_path):

@@ -325,3 +325,19 @@ def test_amalgamation_that_keeps_atoms_is_refused_where_atoms_can_be_lost(tmp_pa
     line = len(lines) + 1
     column = learn.index("amalgamation") + 1
     assert f"s.dl:{line}:{column}: error: amalgamation=" in text and why in text and "use replace" in text
+
+
+def test_recomputed_steps_give_the_same_losses_and_gradients():
+    """ChainConfig(recompute=True) keeps one valuation per step and runs each step again in the backward
+    pass: the same numbers, for less memory."""
+    program = compile_sketch(Path(__file__).resolve().parents[1] / "examples/ilp/dilp/even_odd/sketch.dl")
+    results = []
+    for recompute in (False, True):
+        torch.manual_seed(3)
+        model = ForwardChainer(program, ChainConfig(restarts=3, recompute=recompute))
+        losses, _, _ = model.objective()
+        losses.sum().backward()
+        results.append((losses.detach(), [p.grad.clone() for p in model.parameters()]))
+    torch.testing.assert_close(results[0][0], results[1][0], rtol=0, atol=0)
+    for a, b in zip(results[0][1], results[1][1], strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
