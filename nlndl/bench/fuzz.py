@@ -281,6 +281,8 @@ def _address_space() -> int:
 
 @dataclass
 class FuzzReport:
+    """Counts of a fuzz run: inputs, and those that ended in a traceback, a hang or the memory cap."""
+
     inputs: int = 0
     tracebacks: int = 0
     hangs: int = 0
