@@ -367,19 +367,13 @@ class _Checker:
             )
         for literal in clause.body:
             self.check_atom(literal.atom, "rule body")
-        positive_vars = {
-            a.name for lit in clause.body if not lit.negated for a in lit.atom.args if isinstance(a, ast.Var)
-        }
-        what = "fact" if not clause.body else "rule head"
-        for arg in clause.head.args:
-            if isinstance(arg, ast.Var) and arg.name == "_":
-                self.error(arg.span, f"'_' in a {what}: a head argument must be a constant or a body variable")
-        checked = [clause.head, *(lit.atom for lit in clause.body if lit.negated)]
-        for atom in checked:
-            for arg in atom.args:
-                if isinstance(arg, ast.Var) and arg.name not in positive_vars and arg.name != "_":
-                    what = "fact" if not clause.body else "rule"
-                    self.error(arg.span, f"variable {arg.name} is not bound by a positive body atom (unsafe {what})")
+        what = "fact" if not clause.body else "rule"
+        for arg, place in unsafe_arguments(clause):
+            if place == "anonymous head":
+                head = "fact" if not clause.body else "rule head"
+                self.error(arg.span, f"'_' in a {head}: a head argument must be a constant or a body variable")
+            else:
+                self.error(arg.span, f"variable {arg.name} is not bound by a positive body atom (unsafe {what})")
 
     def check_examples_present(self) -> None:
         if len(self.sketch.worlds) > 1:
@@ -441,6 +435,20 @@ class _Checker:
                     f"amalgamation={spec.amalgamation} keeps every atom a step derived, but {spec.predicate} can lose "
                     f"atoms from one step to the next ({losing[spec.predicate]}); use replace",
                 )
+
+
+def unsafe_arguments(clause: ast.Clause) -> list[tuple[ast.Var, str]]:
+    """The variables that make ``clause`` unsafe, each with where it stands: ``anonymous head`` (``_`` in the
+    head), ``head`` or ``negated atom`` (a named variable that no positive body atom binds)."""
+    bound = {a.name for lit in clause.body if not lit.negated for a in lit.atom.args if isinstance(a, ast.Var)}
+    unsafe = []
+    for atom, place in ((clause.head, "head"), *((lit.atom, "negated atom") for lit in clause.body if lit.negated)):
+        for arg in atom.args:
+            if isinstance(arg, ast.Var) and arg.name == "_" and place == "head":
+                unsafe.append((arg, "anonymous head"))
+            elif isinstance(arg, ast.Var) and arg.name != "_" and arg.name not in bound:
+                unsafe.append((arg, place))
+    return unsafe
 
 
 def can_lose_atoms(dependencies: list[tuple[str, str, bool]], learned: set[str]) -> dict[str, str]:

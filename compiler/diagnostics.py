@@ -22,6 +22,11 @@ class Span:
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.column}"
 
+    @classmethod
+    def of_byte(cls, file: str, raw: bytes, offset: int) -> Span:
+        """The line and column of byte ``offset`` of ``raw`` (where a UTF-8 decoding failed)."""
+        return cls(file, raw.count(b"\n", 0, offset) + 1, offset - (raw.rfind(b"\n", 0, offset) + 1) + 1)
+
 
 @dataclass(frozen=True)
 class Diagnostic:
@@ -107,3 +112,8 @@ def size_text(n: int | float) -> str:
             return f"{int(n)} B" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{value:,.1f} EiB"
+
+
+def clip(text: str, width: int = 24) -> str:
+    """A long value shortened for a message, with its length."""
+    return text if len(text) <= width else f"{text[:width]}... ({len(text)} characters)"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nlndl.compiler.diagnostics import Diagnostics, Span, size_text
+from nlndl.compiler.diagnostics import Diagnostics, Span, clip, size_text
 from nlndl.compiler.symbols import MAX_NUMBER, MIN_NUMBER, Value, number_value
 
 FACT_BYTES = 64  # memory per character of a facts file, read and interned (measured: 26 on 500,000 pairs)
@@ -41,9 +41,7 @@ def read_facts(
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
-        diags.error(Span(str(path), line, column), f"not UTF-8 text (byte 0x{raw[exc.start]:02x})")
+        diags.error(Span.of_byte(str(path), raw, exc.start), f"not UTF-8 text (byte 0x{raw[exc.start]:02x})")
         return []
     diags.sources[str(path)] = text
     rows: list[tuple[Value, ...]] = []
@@ -69,12 +67,12 @@ def read_facts(
                 if value is None:
                     diags.error(
                         Span(str(path), number, column),
-                        f"expected a number in {MIN_NUMBER}..{MAX_NUMBER} (ASCII digits), got {_clip(field)!r}",
+                        f"expected a number in {MIN_NUMBER}..{MAX_NUMBER} (ASCII digits), got {clip(field)!r}",
                     )
                     break
                 row.append(value)
             elif any(ord(c) < 32 or ord(c) == 127 for c in field):
-                diags.error(Span(str(path), number, column), f"control character in symbol {_clip(field)!r}")
+                diags.error(Span(str(path), number, column), f"control character in symbol {clip(field)!r}")
                 break
             else:
                 row.append(field)
@@ -82,7 +80,3 @@ def read_facts(
         else:
             rows.append(tuple(row))
     return rows
-
-
-def _clip(text: str, width: int = 24) -> str:
-    return text if len(text) <= width else f"{text[:width]}..."

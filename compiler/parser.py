@@ -13,7 +13,7 @@ from pathlib import Path
 from lark import Lark, Token, Tree, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from nlndl.compiler import ast
-from nlndl.compiler.diagnostics import CompileError, Diagnostics, Span, size_text
+from nlndl.compiler.diagnostics import CompileError, Diagnostics, Span, clip, size_text
 from nlndl.compiler.symbols import MAX_NUMBER, MIN_NUMBER, number_value
 
 TOKEN_NAMES = {
@@ -88,9 +88,6 @@ def string_value(token: str) -> tuple[str, str | None]:
     return "".join(out), None
 
 
-def _clip(text: str, width: int = 24) -> str:
-    return text if len(text) <= width else f"{text[:width]}... ({len(text)} characters)"
-
 
 class _Builder:
     """Walks a lark tree of one file into the Sketch being built."""
@@ -111,7 +108,7 @@ class _Builder:
         """A NUMBER token as an int in Soufflé's and clingo's 32-bit range (a located error, and 0, beyond it)."""
         value = number_value(str(token))
         if value is None:
-            self.diags.error(self.span(token), f"number {_clip(str(token))} is out of range {MIN_NUMBER}..{MAX_NUMBER}")
+            self.diags.error(self.span(token), f"number {clip(str(token))} is out of range {MIN_NUMBER}..{MAX_NUMBER}")
             return 0
         return value
 
@@ -288,9 +285,7 @@ def _read(path: Path, what: str, diags: Diagnostics, memory_limit: int | None = 
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
-        diags.error(Span(str(path), line, column), f"{what} is not UTF-8 text (byte 0x{raw[exc.start]:02x})")
+        diags.error(Span.of_byte(str(path), raw, exc.start), f"{what} is not UTF-8 text (byte 0x{raw[exc.start]:02x})")
         raise CompileError(diags) from None
 
 

@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from nlndl.compiler import ast, compile_sketch
+from nlndl.compiler.check import unsafe_arguments
 from nlndl.compiler.crisp import Rule
 from nlndl.compiler.diagnostics import CompileError, Diagnostics, Span
 from nlndl.compiler.ground import to_rule
@@ -121,13 +122,11 @@ def _rule_ok(clause, program: CompiledProgram, diags: Diagnostics) -> bool:
                 diags.error(arg.span, f"argument {position + 1} of {atom.predicate} is a {base}")
     if clause.head.predicate in program.relations and clause.head.predicate not in program.learned:
         diags.error(clause.head.span, f"rule for {clause.head.predicate}, which the sketch does not learn")
-    bound = {a.name for lit in clause.body if not lit.negated for a in lit.atom.args if isinstance(a, ast.Var)}
-    for atom, where in ((clause.head, "head"), *((lit.atom, "negated atom") for lit in clause.body if lit.negated)):
-        for arg in atom.args:
-            if isinstance(arg, ast.Var) and arg.name == "_" and where == "head":
-                diags.error(arg.span, "'_' in a rule head: a head argument must be a constant or a body variable")
-            elif isinstance(arg, ast.Var) and arg.name != "_" and arg.name not in bound:
-                diags.error(arg.span, f"variable {arg.name} in the {where} is not bound by a positive body atom")
+    for arg, place in unsafe_arguments(clause):
+        if place == "anonymous head":
+            diags.error(arg.span, "'_' in a rule head: a head argument must be a constant or a body variable")
+        else:
+            diags.error(arg.span, f"variable {arg.name} in the {place} is not bound by a positive body atom")
     return len(diags.errors) == errors
 
 

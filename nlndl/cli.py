@@ -92,14 +92,14 @@ def _check_outputs(*paths: Path | None, plot: Path | None = None) -> None:
 PROGRAM_FILES = ["program.json", "arrays.safetensors"]
 
 
-def _program_dir(output: Path | None) -> OutputDir | None:
-    """The directory ``-o`` names, checked before compiling: it may hold an earlier nlndl output, nothing else
-    that nlndl would replace."""
+def _program_dir(output: Path | None, files: list[str] = PROGRAM_FILES) -> OutputDir | None:
+    """The directory ``-o`` names, checked before the work: its ``files`` may replace an earlier nlndl output,
+    nothing else."""
     if output is None:
         return None
     try:
         directory = OutputDir(output)
-        directory.check(PROGRAM_FILES)
+        directory.check(files)
     except OutputError as exc:
         _fail(str(exc))
     return directory
@@ -528,11 +528,7 @@ def ldpc_train(
     from nlndl.runtime.budget import BudgetError
 
     decoder_files = ["decoder.json", "decoder.safetensors"]
-    try:
-        target = OutputDir(output)
-        target.check(decoder_files)
-    except OutputError as exc:
-        _fail(str(exc))
+    target = _program_dir(output, decoder_files)
     graph = _tanner_graph(matrix, generate, code_seed)
     cfg = replace(
         ldpc.TrainConfig(), kind=decoder.value, steps=steps, batch=batch, iterations=iterations, seed=seed, lr=lr

@@ -71,11 +71,14 @@ def write_json(path: Path, payload: Any) -> None:
     write_bytes_atomic(path, (json.dumps(payload, indent=1) + "\n").encode())
 
 
-def _sha256(path: Path) -> str:
+def _sha256(path: Path, sync: bool = False) -> str:
+    """The file's SHA-256; with ``sync``, its contents are also flushed to disk (one pass over a staged file)."""
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
+        if sync:
+            os.fsync(handle.fileno())
     return digest.hexdigest()
 
 
@@ -188,11 +191,11 @@ class OutputDir:
                 staged = sorted(
                     p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file() or p.is_symlink()
                 )
+                hashes = {}
                 for name in staged:
                     if (staging / name).is_symlink():
                         raise OutputError(f"{self.root / name}: error: nlndl staged a symbolic link; not publishing")
-                    with (staging / name).open("rb") as handle:
-                        os.fsync(handle.fileno())
+                    hashes[name] = _sha256(staging / name, sync=True)
                     os.chmod(staging / name, 0o666 & ~_UMASK)
             except OSError as exc:
                 raise OutputError(f"{self.root}: error: cannot write the output: {_reason(exc)}") from None
@@ -200,7 +203,6 @@ class OutputDir:
                 extra = sorted(set(staged) - set(expected))
                 raise OutputError(f"{self.root}: error: nlndl would write unplanned files {extra[:3]}")
             self.check(staged)
-            hashes = {name: _sha256(staging / name) for name in staged}
             try:
                 for name in staged:
                     target = self.root / name
@@ -232,17 +234,6 @@ class OutputDir:
                 shutil.rmtree(path, ignore_errors=True)
             except (PermissionError, OverflowError):
                 pass
-
-    def write_files(self, contents: dict[str, bytes]) -> list[str]:
-        """Publish files given as relative path -> bytes."""
-
-        def write(staging: Path) -> None:
-            for name, data in contents.items():
-                target = staging / name
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data)
-
-        return self.publish(write, expected=contents)
 
     def remove_tree(self, rel: str) -> list[str]:
         """Remove the files nlndl wrote under ``rel`` (unchanged since), then the directories it created there that

@@ -164,8 +164,12 @@ def test_ctrl_c_on_a_full_disk_leaves_no_empty_checkpoint(tmp_path, monkeypatch)
 
 
 def test_output_dir_publishes_all_or_nothing(tmp_path):
-    directory = OutputDir(tmp_path / "D")
-    directory.write_files({"a.txt": b"1", "b/c.txt": b"2"})
+    def writes(staging: Path) -> None:
+        (staging / "b").mkdir()
+        (staging / "a.txt").write_bytes(b"1")
+        (staging / "b" / "c.txt").write_bytes(b"2")
+
+    OutputDir(tmp_path / "D").publish(writes)
     manifest = (tmp_path / "D" / MANIFEST).read_bytes()
     assert snapshot(tmp_path / "D") == {"a.txt": b"1", "b/c.txt": b"2", MANIFEST: manifest}
 
