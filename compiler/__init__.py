@@ -19,6 +19,7 @@ from nlndl.compiler.steps import default_steps
 from nlndl.compiler.symbols import SymbolTable
 
 DEFAULT_MEMORY_LIMIT = 2 * 1024**3
+LAYOUTS = ("auto", "dense", "sparse")  # valuation layouts (compiler.layout)
 
 __all__ = ["CompileError", "CompiledProgram", "compile_sketch", "default_steps"]
 
@@ -29,9 +30,14 @@ def compile_sketch(
     memory_limit: int = DEFAULT_MEMORY_LIMIT,
     steps: int | None = None,
     background: tuple[Path, ...] = (),
+    seed: int = 0,
+    layout: str = "auto",
 ) -> CompiledProgram:
     """Compile the sketch at ``path``, with the rules of each ``background`` program (for example one
-    an earlier ``nlndl train`` wrote) added as background; raises CompileError carrying every diagnostic."""
+    an earlier ``nlndl train`` wrote) added as background; raises CompileError carrying every diagnostic.
+    ``seed`` draws sampled closed-world negatives; ``layout`` is the valuation's: dense, sparse or auto."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, not {layout!r}")
     sketch = parse_file(path, tuple(background), memory_limit)
     diags = Diagnostics(sources=dict(sketch.sources))
     checked = check(sketch, diags)
@@ -39,7 +45,7 @@ def compile_sketch(
     worlds = ground_worlds(checked, symbols, fact_dir, diags, memory_limit)
     if diags:
         raise CompileError(diags)
-    learned, lowered = lower(checked, worlds, diags, memory_limit)
+    learned, lowered = lower(checked, worlds, diags, memory_limit, seed, layout)
     if diags:
         raise CompileError(diags)
     if steps is None:
@@ -63,5 +69,6 @@ def compile_sketch(
         dependencies=checked.dependencies,
         worlds=lowered,
         types=dict(checked.types),
+        closed=sorted({name for name, _ in sketch.closed}),
         warnings=diags.render_warnings(),
     )

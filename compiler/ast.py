@@ -126,6 +126,7 @@ class Sketch:
     learns: list[Learn] = field(default_factory=list)
     steps: tuple[int, Span] | None = None
     closed: list[tuple[str, Span]] = field(default_factory=list)
+    samples: dict[str, int] = field(default_factory=dict)  # .closed p(sample=K): K negatives per positive
     functions: list[tuple[str, Span]] = field(default_factory=list)  # relations used as unary functions
     worlds: list[World] = field(default_factory=list)
     sources: dict[str, str] = field(default_factory=dict)  # file name -> text, for diagnostics

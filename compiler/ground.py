@@ -25,8 +25,11 @@ from nlndl.compiler.check import Checked, LearnSpec
 from nlndl.compiler.crisp import BodyAtom, Database, Rule, evaluate
 from nlndl.compiler.diagnostics import Diagnostics, Span, size_text
 from nlndl.compiler.facts import read_facts
-from nlndl.compiler.ir import InputAtom, LearnedIR, RelationLayout, WorldIR
+from nlndl.compiler import examples
+from nlndl.compiler.ir import InputAtom, LearnedIR, WorldIR, layout_slots
 from nlndl.compiler.join import JoinTooLarge, joinable, kept_by_join
+from nlndl.compiler.layout import DENSE_ATOMS, Layout, fact_keys, valuation
+from nlndl.compiler.layout import build as layout_build
 from nlndl.compiler.symbols import SymbolTable
 
 CHUNK = 1 << 20  # substitutions enumerated at a time
@@ -169,29 +172,6 @@ def function_maps(checked: Checked, world: GroundWorld, diags: Diagnostics) -> d
     return maps
 
 
-def layout_world(world: GroundWorld, checked: Checked, relations: list[str]) -> tuple[dict[str, RelationLayout], int]:
-    layout, offset = {}, 0
-    for name in relations:
-        types = tuple(a.type for a in checked.relations[name].attributes)
-        entry = RelationLayout(offset, tuple(len(world.domains[t]) for t in types), types)
-        layout[name] = entry
-        offset += entry.size
-    return layout, offset + 1  # the last slot is always false: atoms over undefined function values
-
-
-def valuation(world: GroundWorld, layout: dict[str, RelationLayout], atoms: int, learned: set[str]) -> np.ndarray:
-    """Initial valuations: true extensional atoms are 1; learned predicates start at 0."""
-    values = np.zeros(atoms, dtype=np.float32)
-    position = world.positions
-    for name, entry in layout.items():
-        if name in learned or not world.db.get(name):
-            continue
-        rows = np.array([[position[t][c] for t, c in zip(entry.types, f, strict=True)] for f in world.db[name]])
-        slots = entry.offset + (np.ravel_multi_index(rows.T, entry.shape) if entry.shape else 0)
-        values[slots] = 1.0
-    return values
-
-
 class Lowering:
     """Enumerates, prunes and indexes the substitutions of one learned predicate in one world."""
 
@@ -200,15 +180,16 @@ class Lowering:
         spec: LearnSpec,
         inputs: list[InputAtom],
         world: GroundWorld,
-        layout: dict[str, RelationLayout],
+        layout: Layout,
         values: np.ndarray,
         learned: set[str],
         functions: dict[str, np.ndarray],
         prune: bool,
         checked: Checked,
     ) -> None:
-        self.spec, self.inputs, self.layout, self.values, self.prune = spec, inputs, layout, values, prune
-        self.functions, self.false_slot = functions, values.size - 1
+        self.spec, self.inputs, self.layout, self.values, self.prune = spec, inputs, layout.entries, values, prune
+        self.keys, self.false_slot = layout.keys, layout.false_slot
+        self.functions = functions
         self.function_types = {f: tuple(a.type for a in checked.relations[f].attributes) for f in spec.functions}
         self.world = world
         self.lifts: dict[tuple[str, str], np.ndarray] = {}  # (subtype, supertype) -> position table
@@ -216,11 +197,11 @@ class Lowering:
         self.total = math.prod(self.sizes)  # a Python int: exact however large
         self.extensional = [a for a in inputs if a.predicate not in learned]
 
-    def slots(self, atom: InputAtom, theta: tuple[np.ndarray, ...]) -> np.ndarray:
-        """The valuation slot of ``atom`` under each substitution (the false slot where a function is undefined)."""
+    def flat(self, atom: InputAtom, theta: tuple[np.ndarray, ...]) -> np.ndarray:
+        """The grid index of ``atom`` in its relation under each substitution (-1 where a function is undefined)."""
         entry = self.layout[atom.predicate]
         if not entry.shape:
-            return np.full(theta[0].shape if theta else (1,), entry.offset, dtype=np.int64)
+            return np.zeros(theta[0].shape if theta else (1,), dtype=np.int64)
         args = []
         for v, f, want in zip(atom.vars, atom.funcs, entry.types, strict=True):
             x, have = theta[v], self.spec.var_types[v]
@@ -229,12 +210,17 @@ class Lowering:
                 x = self.functions[f][self.lift(x, self.spec.var_types[v], arg_type)]
             args.append(self.lift(x, have, want))
         if not any(atom.funcs):  # every argument is defined: a plain row-major index
-            return entry.offset + np.ravel_multi_index(tuple(args), entry.shape)
+            return np.ravel_multi_index(tuple(args), entry.shape)
         undefined = np.zeros(args[0].shape, dtype=bool)
         for a in args:
             undefined |= a < 0
-        slots = entry.offset + np.ravel_multi_index(tuple(np.maximum(a, 0) for a in args), entry.shape)
-        return np.where(undefined, self.false_slot, slots)
+        return np.where(undefined, -1, np.ravel_multi_index(tuple(np.maximum(a, 0) for a in args), entry.shape))
+
+    def slots(self, atom: InputAtom, theta: tuple[np.ndarray, ...]) -> np.ndarray:
+        """The valuation slot of ``atom`` under each substitution (the false slot where a function is undefined
+        or, in a sparse layout, the atom is not laid out)."""
+        name = atom.predicate
+        return layout_slots(self.layout[name], self.keys.get(name), self.flat(atom, theta), self.false_slot)
 
     def lift(self, x: np.ndarray, sub: str, sup: str) -> np.ndarray:
         """Domain positions of type ``sub`` as positions in the domain of its supertype ``sup`` (-1 stays -1)."""
@@ -274,24 +260,34 @@ class Lowering:
 
     def kept(self, heads: np.ndarray | None = None, memory_limit: int = 2**62) -> np.ndarray:
         """Flat indices (into the substitution grid, ascending) of the substitutions that survive pruning;
-        with ``heads`` (sorted valuation slots), only those whose head atom is one of them. By joins where
-        :attr:`method` says so (JoinTooLarge past ``memory_limit``), else by :meth:`walk`."""
+        with ``heads`` (sorted distinct grid indices of head atoms), only those whose head atom is one of
+        them. By joins where :attr:`method` says so (JoinTooLarge(predicate, message) past ``memory_limit``),
+        else by :meth:`walk`."""
         if self.method == "join":
-            return kept_by_join(self, heads, memory_limit)
+            try:
+                return kept_by_join(self, heads, memory_limit)
+            except JoinTooLarge as exc:
+                raise JoinTooLarge(self.spec.predicate, *exc.args) from None
         return self.walk(heads)
 
     def walk(self, heads: np.ndarray | None = None) -> np.ndarray:
-        """:meth:`kept` by a walk over the whole grid in chunks (the reference the joins are tested against)."""
+        """:meth:`kept` by a walk over the whole grid in chunks (the reference the joins are tested against);
+        with ``heads``, over the given head atoms' part of it where that is smaller."""
+        extra = math.prod(self.sizes[self.spec.head_arity :])
+        by_heads = heads is not None and heads.size * extra < self.total
+        count = heads.size * extra if by_heads else self.total
         chunks = []
-        for start in range(0, self.total, CHUNK):
-            flat = np.arange(start, min(start + CHUNK, self.total), dtype=np.int64)
+        for start in range(0, count, CHUNK):
+            flat = np.arange(start, min(start + CHUNK, count), dtype=np.int64)
+            if by_heads:  # the head variables lead the grid's row-major order
+                flat = heads[flat // extra] * extra + flat % extra
             if heads is None and not self.pruning:
                 chunks.append(flat)
                 continue
             theta = np.unravel_index(flat, self.sizes)
             keep = np.ones(flat.shape, dtype=bool)
-            if heads is not None:
-                keep = np.isin(self.slots(self.head_atom, theta), heads)
+            if heads is not None and not by_heads:
+                keep = np.isin(self.flat(self.head_atom, theta), heads)
             if self.pruning:
                 keep &= self.bound(theta)
             chunks.append(flat[keep])
@@ -321,11 +317,12 @@ class Lowering:
 MAX_WARNINGS = 5  # underivable positive examples reported per learned predicate and world
 
 
-def example_slot(world: GroundWorld, layout: dict[str, RelationLayout], name: str, args: tuple[int, ...]) -> int:
-    """Where the ground atom name(args) lives in the world's valuation."""
-    entry = layout[name]
+def example_slot(world: GroundWorld, layout: Layout, name: str, args: tuple[int, ...]) -> int:
+    """Where the ground atom name(args) lives in the world's valuation (the false slot if not laid out)."""
+    entry = layout.entries[name]
     pos = tuple(world.positions[t][c] for t, c in zip(entry.types, args, strict=True))
-    return entry.offset + (int(np.ravel_multi_index(pos, entry.shape)) if entry.shape else 0)
+    flat = int(np.ravel_multi_index(pos, entry.shape)) if entry.shape else 0
+    return int(layout.slots(name, np.array([flat], dtype=np.int64))[0])
 
 
 def derivable_heads(
@@ -347,9 +344,7 @@ def derivable_heads(
     return set(scatter[possible].tolist())
 
 
-def underivable(
-    world: GroundWorld, layout: dict[str, RelationLayout], heads: dict[str, set[int]], diags: Diagnostics
-) -> None:
+def underivable(world: GroundWorld, layout: Layout, heads: dict[str, set[int]], diags: Diagnostics) -> None:
     """Warn of each positive example of a learned predicate that no safe clause the network can represent
     derives (:func:`derivable_heads`): typically a constant that occurs in no fact. The first
     ``MAX_WARNINGS`` per predicate and world; the last of them counts the rest."""
@@ -371,27 +366,60 @@ def underivable(
             )
 
 
-def examples(
-    world: GroundWorld, layout: dict[str, RelationLayout], closed: set[str], diags: Diagnostics
-) -> dict[str, np.ndarray]:
-    """Example slots and 0/1 labels; closed-world predicates add every other atom as negative."""
-    labels: dict[int, tuple[bool, Span]] = {}
-    for name, args, positive, span in world.examples:
-        slot = example_slot(world, layout, name, args)
-        if slot in labels and labels[slot][0] != positive:
-            diags.error(span, f"example contradicts the one at {labels[slot][1]}")
-        labels[slot] = (positive, span)
-    given = np.array(sorted(labels), dtype=np.int64)
-    given_labels = np.array([labels[int(s)][0] for s in given], dtype=np.float32)
-    # a closed predicate: every atom that is no example is a negative one
-    ranges = [np.arange(layout[n].offset, layout[n].offset + layout[n].size, dtype=np.int64) for n in sorted(closed)]
-    negatives = np.setdiff1d(np.concatenate(ranges), given) if ranges else np.zeros(0, dtype=np.int64)
-    slots = np.concatenate([given, negatives])
-    order = np.argsort(slots, kind="stable")
-    return {
-        "examples/slots": slots[order],
-        "examples/labels": np.concatenate([given_labels, np.zeros(negatives.size, dtype=np.float32)])[order],
-    }
+def example_arrays(layout: Layout, labelled: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, np.ndarray]:
+    """Example slots, ascending, and their 0/1 labels."""
+    slots = [layout.slots(name, flat) for name, (flat, _) in labelled.items()]
+    labels = [lab for _, lab in labelled.values()]
+    slots_all = np.concatenate(slots) if slots else np.zeros(0, dtype=np.int64)
+    labels_all = np.concatenate(labels) if labels else np.zeros(0, dtype=np.float32)
+    order = np.argsort(slots_all, kind="stable")
+    return {"examples/slots": slots_all[order], "examples/labels": labels_all[order]}
+
+
+def true_facts(world: GroundWorld, checked: Checked, name: str, shape: tuple[int, ...]) -> np.ndarray:
+    """Sorted grid indices of a relation's true facts in the world."""
+    types = [a.type for a in checked.relations[name].attributes]
+    rows = [tuple(world.positions[t][c] for t, c in zip(types, f, strict=True)) for f in world.db.get(name, ())]
+    return fact_keys(np.array(rows, dtype=np.int64).reshape(len(rows), len(types)), shape)
+
+
+def demand(
+    lowerings: dict[str, Lowering], wanted: dict[str, np.ndarray], memory_limit: int
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The demanded atoms of each learned predicate (sorted grid indices) and the kept substitutions that
+    write them: from the example atoms, every learned atom that a demanded atom's substitutions read, to the
+    fixpoint (a superset of what T steps read, so the forward chaining computes what the dense layout
+    would at every example). JoinTooLarge when the substitutions' index arrays would pass ``memory_limit``."""
+    empty = np.zeros(0, dtype=np.int64)
+    demanded = {p: wanted.get(p, empty) for p in lowerings}
+    frontier = dict(demanded)
+    kept: dict[str, list[np.ndarray]] = {p: [] for p in lowerings}
+    held = 0
+    while any(f.size for f in frontier.values()):
+        reads: dict[str, list[np.ndarray]] = {p: [] for p in lowerings}
+        for p, low in lowerings.items():
+            if not frontier[p].size:
+                continue
+            found = low.kept(frontier[p], memory_limit)
+            kept[p].append(found)
+            held += found.size * (len(low.inputs) + 2) * 8
+            if held > memory_limit:
+                raise JoinTooLarge(
+                    p,
+                    f"the demanded atoms' substitutions would take more than {size_text(held)} of index "
+                    f"arrays, over the limit of {size_text(memory_limit)}; sample the closed world "
+                    "(.closed p(sample=K)), reduce vars, restrict body=[...], or raise --memory-limit",
+                )
+            theta = np.unravel_index(found, low.sizes)
+            for atom in low.inputs:
+                if atom.predicate in lowerings:
+                    flat = low.flat(atom, theta)
+                    reads[atom.predicate].append(flat[flat >= 0])
+        for q, parts in reads.items():
+            fresh = np.unique(np.concatenate(parts)) if parts else empty
+            frontier[q] = np.setdiff1d(fresh, demanded[q], assume_unique=True)
+            demanded[q] = np.union1d(demanded[q], frontier[q])
+    return demanded, {p: np.sort(np.concatenate(parts)) if parts else empty for p, parts in kept.items()}
 
 
 def prunes(spec: LearnSpec, worlds: list[GroundWorld]) -> bool:
@@ -418,10 +446,29 @@ def learned_ir(spec: LearnSpec, inputs: list[InputAtom], pruned: bool) -> Learne
     )
 
 
+def _refuse_valuation(diags: Diagnostics, span: Span, world: GroundWorld, atoms: int, largest: str, size: int,
+                      memory_limit: int, what: str) -> None:
+    diags.error(
+        span,
+        f"the {what} of world {world.name} would hold {atoms:,} ground atoms "
+        f"({size_text(atoms * VALUATION_BYTES)} with its examples and training copies; {largest} alone "
+        f"{size:,}), over the limit of {size_text(memory_limit)}; "
+        + ("sample the closed world (.closed p(sample=K)), " if what == "examples" else "")
+        + "reduce the domains or raise --memory-limit",
+    )
+
+
 def lower(
-    checked: Checked, worlds: list[GroundWorld], diags: Diagnostics, memory_limit: int
+    checked: Checked,
+    worlds: list[GroundWorld],
+    diags: Diagnostics,
+    memory_limit: int,
+    seed: int = 0,
+    layout_kind: str = "auto",
 ) -> tuple[dict[str, LearnedIR], list[WorldIR]]:
-    """Index arrays of every learned predicate in every world; refused up front past the memory limit."""
+    """Index arrays of every learned predicate in every world; refused up front past the memory limit.
+    ``layout_kind``: dense, sparse, or auto (sparse where the dense valuation passes DENSE_ATOMS); ``seed``
+    draws the sampled closed-world negatives."""
     learned = set(checked.learned)
     used = learned | {q for s in checked.learned.values() for q in (*s.body, *s.functions)}
     relations = [r for r in checked.relations if r in used]  # everything the learned rules can read
@@ -437,30 +484,47 @@ def lower(
         return {}, []
     inputs = {p: input_list(spec, checked) for p, spec in checked.learned.items()}
     closed = {name for name, _ in checked.sketch.closed}
+    samples = checked.sketch.samples
     pruned = {p: prunes(spec, worlds) for p, spec in checked.learned.items()}
     # a learned predicate that no learned predicate reads matters only at its example atoms
     unread = learned - {a.predicate for atoms in inputs.values() for a in atoms}
+    types = {name: tuple(a.type for a in checked.relations[name].attributes) for name in relations}
+    first_span = next((spec.span for spec in checked.learned.values()), None)
     plans = []
     estimate = 0
-    for world in worlds:
-        layout, atoms = layout_world(world, checked, relations)
-        if atoms * VALUATION_BYTES > memory_limit:
-            largest = max(layout, key=lambda name: layout[name].size)
-            diags.error(
-                world.span or checked.learned[next(iter(checked.learned))].span,
-                f"the valuation of world {world.name} would hold {atoms:,} ground atoms "
-                f"({size_text(atoms * VALUATION_BYTES)} with its examples and training copies; {largest} alone "
-                f"{layout[largest].size:,}), over the limit of {size_text(memory_limit)}; "
-                "reduce the domains or raise --memory-limit",
-            )
+    for index, world in enumerate(worlds):
+        span = world.span or first_span
+        grids = {name: (tuple(len(world.domains[t]) for t in types[name]), types[name]) for name in relations}
+        sizes = {name: math.prod(shape) for name, (shape, _) in grids.items()}
+        dense_atoms = sum(sizes.values()) + 1
+        sparse = layout_kind == "sparse" or (layout_kind == "auto" and dense_atoms > DENSE_ATOMS)
+        if not sparse and dense_atoms * VALUATION_BYTES > memory_limit:
+            largest = max(sizes, key=lambda name: sizes[name])
+            _refuse_valuation(diags, span, world, dense_atoms, largest, sizes[largest], memory_limit, "valuation")
             return {}, []
-        values = valuation(world, layout, atoms, learned)
+        shapes = {name: shape for name, (shape, _) in grids.items()}
+        given = examples.given(world.examples, world.positions, types, shapes, diags)
+        wanted = sum(f.size for f, _ in given.values()) + examples.closed_atoms(closed, samples, given, sizes)
+        if wanted * VALUATION_BYTES > memory_limit:
+            most = max(closed or given, key=lambda name: sizes[name])
+            _refuse_valuation(diags, span, world, wanted, most, sizes[most], memory_limit, "examples")
+            return {}, []
+        labelled = examples.labelled(given, closed, samples, sizes, np.random.default_rng([seed, index]))
+        true = {name: true_facts(world, checked, name, grids[name][0]) for name in relations if name not in learned}
         functions = function_maps(checked, world, diags)
-        labelled = examples(world, layout, closed, diags)
-        demanded = labelled["examples/slots"]
-        lowerings = {}
+
+        def lowered(layout: Layout, values: np.ndarray) -> dict[str, Lowering]:
+            return {
+                p: Lowering(spec, inputs[p], world, layout, values, learned, functions, pruned[p], checked)
+                for p, spec in checked.learned.items()
+            }
+
+        empty = np.zeros(0, dtype=np.int64)
+        layout = layout_build(grids, {**true, **{p: empty for p in learned}} if sparse else {})
+        values = valuation(layout, true)
+        lowerings = lowered(layout, values)
         for p, spec in checked.learned.items():
-            low = Lowering(spec, inputs[p], world, layout, values, learned, functions, pruned[p], checked)
+            low = lowerings[p]
             if low.total > (MAX_GRID if low.method == "join" else MAX_SUBSTITUTIONS):
                 diags.error(
                     spec.span,
@@ -468,17 +532,26 @@ def lower(
                     f"(domains {' x '.join(map(str, low.sizes))}); reduce vars or the domains",
                 )
                 return {}, []
-            try:
-                lowerings[p] = (low, low.kept(demanded if p in unread else None, memory_limit))
-            except JoinTooLarge as exc:
-                diags.error(spec.span, f"{p} in world {world.name}: {exc}")
-                return {}, []
-            estimate += lowerings[p][1].size * (len(inputs[p]) + 2) * 8
-        plans.append((world, layout, atoms, values, lowerings, labelled))
+        try:
+            if sparse:
+                demanded, kept = demand(lowerings, {p: flat for p, (flat, _) in labelled.items()}, memory_limit)
+                layout = layout_build(grids, {**true, **demanded})
+                values = valuation(layout, true)
+                lowerings = lowered(layout, values)
+            else:
+                kept = {}
+                for p, low in lowerings.items():
+                    kept[p] = low.kept(labelled.get(p, (empty, None))[0] if p in unread else None, memory_limit)
+        except JoinTooLarge as exc:
+            p, message = exc.args
+            diags.error(checked.learned[p].span, f"{p} in world {world.name}: {message}")
+            return {}, []
+        estimate += sum(kept[p].size * (len(inputs[p]) + 2) * 8 for p in kept)
+        plans.append((world, layout, values, lowerings, kept, labelled))
     if estimate > memory_limit:
         worst = max(
             checked.learned.values(),
-            key=lambda s: sum(pl[4][s.predicate][1].size for pl in plans) * (len(inputs[s.predicate]) + 2),
+            key=lambda s: sum(pl[4][s.predicate].size for pl in plans) * (len(inputs[s.predicate]) + 2),
         )
         diags.error(
             worst.span,
@@ -487,15 +560,15 @@ def lower(
         )
         return {}, []
     out = []
-    for world, layout, atoms, values, lowerings, labelled in plans:
-        arrays = {"valuation": values}
+    for world, layout, values, lowerings, kept, labelled in plans:
+        arrays = {"valuation": values, **layout.arrays()}
         subst, dropped = {}, {}
-        for p, (low, kept) in lowerings.items():
-            arrays.update(low.arrays(kept))
-            subst[p], dropped[p] = int(kept.size), int(low.total - kept.size)
+        for p, low in lowerings.items():
+            arrays.update(low.arrays(kept[p]))
+            subst[p], dropped[p] = int(kept[p].size), int(low.total - kept[p].size)
         dnf = [p for p, spec in checked.learned.items() if spec.form == "dnf"]  # a CNF has no safety gate
         heads = {p: derivable_heads(checked.learned[p], inputs[p], arrays, learned) for p in dnf}
         underivable(world, layout, heads, diags)
-        arrays.update(labelled)
-        out.append(WorldIR(world.name, atoms, layout, world.domains, subst, dropped, arrays))
+        arrays.update(example_arrays(layout, labelled))
+        out.append(WorldIR(world.name, layout.atoms, layout.entries, world.domains, subst, dropped, arrays))
     return {p: learned_ir(s, inputs[p], pruned[p]) for p, s in checked.learned.items()}, out

@@ -16,7 +16,9 @@ import numpy as np
 from safetensors import SafetensorError
 from safetensors.numpy import load_file, save_file
 
-FORMAT = "nlndl-program/1"
+FORMAT = "nlndl-program/2"
+# /1 is /2 without sparse layouts and closed predicates (its closed worlds were all listed as examples)
+READABLE = ("nlndl-program/1", FORMAT)
 
 
 @dataclass
@@ -58,15 +60,42 @@ class LearnedIR:
 
 @dataclass
 class RelationLayout:
-    """Where a relation's ground atoms live in a world's valuation vector: offset and per-argument sizes."""
+    """Where a relation's ground atoms live in a world's valuation vector: from ``offset``, either every
+    atom of the grid ``shape`` in row-major order (dense), or (sparse, ``atoms`` set) only the atoms whose
+    row-major grid indices the world's ``keys/<relation>`` array lists, ascending; an atom of a sparse
+    relation that is not listed reads the world's always-false slot."""
 
     offset: int
     shape: tuple[int, ...]
     types: tuple[str, ...]
+    atoms: int | None = None  # sparse: how many atoms are laid out; None: dense
 
     @property
     def size(self) -> int:
-        return math.prod(self.shape)  # exact: a Python int, 1 for a nullary relation
+        """Slots the relation takes: its grid (exact: a Python int, 1 for a nullary relation), or its atoms."""
+        return math.prod(self.shape) if self.atoms is None else self.atoms
+
+    @property
+    def grid(self) -> int:
+        """Ground atoms the relation has over the world's domains, laid out or not."""
+        return math.prod(self.shape)
+
+    @property
+    def sparse(self) -> bool:
+        return self.atoms is not None
+
+
+def layout_slots(entry: RelationLayout, keys: np.ndarray | None, flat: np.ndarray, false_slot: int) -> np.ndarray:
+    """Valuation slots of atoms given by their row-major grid indices in ``entry``'s relation (``keys``: the
+    sparse relation's listed indices); the false slot where an index is -1 or, sparse, not listed."""
+    if keys is None:
+        slots = entry.offset + flat
+    else:
+        rank = np.searchsorted(keys, flat)
+        found = rank < keys.size
+        found[found] = keys[rank[found]] == flat[found]
+        slots = np.where(found, entry.offset + rank, false_slot)
+    return np.where(flat < 0, false_slot, slots) if flat.size and flat.min() < 0 else slots
 
 
 @dataclass
@@ -111,15 +140,28 @@ class WorldIR:
     def example_labels(self) -> np.ndarray:
         return self.arrays["examples/labels"]
 
+    def keys(self, predicate: str) -> np.ndarray | None:
+        """The grid indices of a sparse relation's laid-out atoms, ascending; None for a dense one."""
+        return self.arrays[f"keys/{predicate}"] if self.layout[predicate].sparse else None
+
+    def atom_slots(self, predicate: str, flat: np.ndarray) -> np.ndarray:
+        """Valuation slots of ``predicate``'s atoms at row-major grid indices ``flat`` (see :func:`layout_slots`)."""
+        return layout_slots(self.layout[predicate], self.keys(predicate), flat, self.atoms - 1)
+
     def atom_slot(self, predicate: str, positions: tuple[int, ...]) -> int:
+        """The slot of one atom given by its arguments' domain positions (the false slot if not laid out)."""
         layout = self.layout[predicate]
-        return layout.offset + int(np.ravel_multi_index(positions, layout.shape)) if layout.shape else layout.offset
+        flat = int(np.ravel_multi_index(positions, layout.shape)) if layout.shape else 0
+        return int(self.atom_slots(predicate, np.array([flat], dtype=np.int64))[0])
 
     def decode_slot(self, slot: int) -> tuple[str, tuple[int, ...]]:
         """(relation, constant ids) of a valuation slot."""
         for name, layout in self.layout.items():
             if layout.offset <= slot < layout.offset + layout.size:
-                positions = np.unravel_index(slot - layout.offset, layout.shape) if layout.shape else ()
+                flat = slot - layout.offset
+                if layout.sparse:
+                    flat = int(self.arrays[f"keys/{name}"][flat])
+                positions = np.unravel_index(flat, layout.shape) if layout.shape else ()
                 return name, tuple(self.domains[t][int(p)] for t, p in zip(layout.types, positions, strict=True))
         raise IndexError(f"slot {slot} is outside the valuation vector")
 
@@ -137,6 +179,7 @@ class CompiledProgram:
     dependencies: list[tuple[str, str, bool]]  # (body predicate, head predicate, through negation)
     worlds: list[WorldIR]
     types: dict[str, str] = field(default_factory=dict)  # type name -> base type (symbol or number)
+    closed: list[str] = field(default_factory=list)  # closed-world learned predicates: a non-positive atom is false
     warnings: list[str] = field(default_factory=list)  # rendered compile warnings (not saved)
 
     def summary(self) -> dict[str, Any]:
@@ -173,6 +216,7 @@ class CompiledProgram:
             "recursive": self.recursive,
             "dependencies": [list(d) for d in self.dependencies],
             "types": self.types,
+            "closed": self.closed,
             "worlds": [
                 {
                     "name": w.name,
@@ -195,7 +239,7 @@ class CompiledProgram:
         try:
             meta = json.loads((path / "program.json").read_text())
             arrays = load_file(str(path / "arrays.safetensors"))
-            if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+            if not isinstance(meta, dict) or meta.get("format") not in READABLE:
                 found = meta.get("format") if isinstance(meta, dict) else None
                 raise ValueError(f"unknown format {found!r}, expected {FORMAT}")
             return cls._from_saved(meta, arrays)
@@ -219,7 +263,8 @@ class CompiledProgram:
         worlds = []
         for i, w in enumerate(meta["worlds"]):
             layout = {
-                k: RelationLayout(v["offset"], tuple(v["shape"]), tuple(v["types"])) for k, v in w["layout"].items()
+                k: RelationLayout(v["offset"], tuple(v["shape"]), tuple(v["types"]), v.get("atoms"))
+                for k, v in w["layout"].items()
             }
             prefix = f"{i}/"
             own = {k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)}
@@ -236,6 +281,7 @@ class CompiledProgram:
             [tuple(d) for d in meta["dependencies"]],
             worlds,
             meta["types"],
+            list(meta.get("closed", [])),
         )
 
 

@@ -31,7 +31,8 @@ COLUMN_BYTES = 8 * 3  # per kept row and variable: its column, the gathered copy
 
 
 class JoinTooLarge(Exception):
-    """An intermediate result of the join would not fit; the message has the estimate."""
+    """An intermediate result of the join would not fit; the message has the estimate (raised out of
+    :meth:`Lowering.kept` and :func:`~nlndl.compiler.ground.demand` as ``(predicate, message)``)."""
 
 
 def joinable(low: Lowering) -> bool:
@@ -114,8 +115,8 @@ def kept_by_join(low: Lowering, heads: np.ndarray | None, memory_limit: int) -> 
     h = spec.head_arity
     if heads is not None:
         entry = low.layout[spec.predicate]
-        heads = _sorted_unique(heads[(heads >= entry.offset) & (heads < entry.offset + entry.size)])  # p's own
-        head_rows = np.unravel_index(heads - entry.offset, entry.shape) if entry.shape else ()
+        heads = _sorted_unique(heads[(heads >= 0) & (heads < entry.grid)])
+        head_rows = np.unravel_index(heads, entry.shape) if entry.shape else ()
         columns = [np.asarray(c, dtype=np.int64) for c in head_rows]
         n_rows = heads.size
     else:

@@ -53,7 +53,7 @@ def train(
     """Learn the sketch's predicates; ``result.solved`` means clingo verified the rules on every world.
     ``class_weight``: a positive example's weight in the loss (see ``ChainConfig.class_weight``)."""
     if not isinstance(program, CompiledProgram):
-        program = compile(program)
+        program = compile(program, seed=seed)  # the seed draws sampled closed-world negatives too
     train_cfg = TrainConfig(seed=seed, time_limit=time_limit)
     if max_iters is not None:
         train_cfg = replace(train_cfg, max_iters=max_iters)

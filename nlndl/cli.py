@@ -118,6 +118,22 @@ def _save_and_summarise(summary: dict, output: OutputDir | None, save, json_summ
     return summary
 
 
+class LayoutKind(StrEnum):  # compiler.LAYOUTS
+    auto = "auto"
+    dense = "dense"
+    sparse = "sparse"
+
+
+LayoutOption = Annotated[
+    LayoutKind,
+    typer.Option(
+        "--layout",
+        help="The valuation layout: dense (every ground atom), sparse (true facts and demanded atoms), "
+        "or auto (sparse above 2^20 dense atoms).",
+    ),
+]
+
+
 class Show(StrEnum):
     depgraph = "depgraph"
     strata = "strata"
@@ -154,6 +170,8 @@ def compile_command(
         int | None, typer.Option(min=1, max=MAX_STEPS, help="Forward-chaining steps (default: derived).")
     ] = None,
     background: Background = None,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of sampled closed-world negatives.")] = 0,
+    layout: LayoutOption = LayoutKind.auto,
 ) -> None:
     """Check a program sketch and compile it to index arrays."""
     from nlndl.compiler import CompileError, compile_sketch
@@ -162,7 +180,15 @@ def compile_command(
     limit = _size_option(memory_limit)
     target = _program_dir(output)
     try:
-        program = compile_sketch(sketch, fact_dir, memory_limit=limit, steps=steps, background=tuple(background or ()))
+        program = compile_sketch(
+            sketch,
+            fact_dir,
+            memory_limit=limit,
+            steps=steps,
+            background=tuple(background or ()),
+            seed=seed,
+            layout=layout.value,
+        )
     except CompileError as exc:
         _fail(exc.diagnostics.render())
     _warn(program.warnings)
@@ -211,6 +237,8 @@ def _compile_or_fail(
     steps: int | None = None,
     background: list[Path] | None = None,
     memory_limit: int | None = None,
+    seed: int = 0,
+    layout: str = "auto",
 ):
     from nlndl.compiler import DEFAULT_MEMORY_LIMIT, CompileError, compile_sketch
 
@@ -221,6 +249,8 @@ def _compile_or_fail(
             memory_limit=memory_limit or DEFAULT_MEMORY_LIMIT,
             steps=steps,
             background=tuple(background or ()),
+            seed=seed,
+            layout=layout,
         )
     except CompileError as exc:
         _fail(exc.diagnostics.render())
@@ -292,6 +322,7 @@ def train_command(
         str, typer.Option(help="Refuse compiling or training that is estimated to need more memory than this.")
     ] = "8GiB",
     background: Background = None,
+    layout: LayoutOption = LayoutKind.auto,
 ) -> None:
     """Learn the sketch's predicates; write the verified rules as Soufflé and clingo Datalog.
 
@@ -307,7 +338,7 @@ def train_command(
 
     _check_device(device)
     limit = _size_option(memory_limit)
-    program = _compile_or_fail(sketch, fact_dir, steps, background, limit)
+    program = _compile_or_fail(sketch, fact_dir, steps, background, limit, seed, layout.value)
     stem = "_".join(sorted(program.learned)) or sketch.stem
     checkpoint = output_dir / f"{stem}.checkpoint"
     if resume:
@@ -456,6 +487,10 @@ def check_command(
         typer.echo(f"  missing: {atom}")
     for atom in score.wrong:
         typer.echo(f"  wrong:   {atom}")
+    unlisted = score.positives - score.true_positives - len(score.missed)
+    unlisted += score.false_positives - len(score.wrong)
+    if unlisted:
+        typer.echo(f"  ... and {unlisted:,} more")
     raise typer.Exit(0 if score.solved else 1)
 
 

@@ -17,6 +17,7 @@ from nlndl.engines import clingo_model
 from nlndl.export import Names, render_clingo_program
 
 GroundAtom = tuple[str, tuple[int, ...]]
+MAX_LISTED = 1000  # missed and wrong atoms a score lists by name; its counts are exact
 
 
 @dataclass
@@ -27,8 +28,8 @@ class Score:
     negatives: int = 0
     true_positives: int = 0
     false_positives: int = 0
-    missed: list[str] = field(default_factory=list)  # positive examples not derived
-    wrong: list[str] = field(default_factory=list)  # negative examples derived
+    missed: list[str] = field(default_factory=list)  # positive examples not derived (the first MAX_LISTED)
+    wrong: list[str] = field(default_factory=list)  # negative examples derived (the first MAX_LISTED)
 
     @property
     def solved(self) -> bool:
@@ -49,14 +50,29 @@ class Score:
         correct = self.true_positives + self.negatives - self.false_positives
         return correct / total if total else 1.0
 
-    def add(self, model: set[GroundAtom], pos: set[GroundAtom], neg: set[GroundAtom], symbols: SymbolTable) -> None:
+    def add(
+        self,
+        model: set[GroundAtom],
+        pos: set[GroundAtom],
+        neg: set[GroundAtom],
+        symbols: SymbolTable,
+        closed: dict[str, int] | None = None,
+    ) -> None:
+        """Count one world. ``closed``: per closed-world predicate its number of ground atoms, every one that
+        is not a positive example a negative one; those derived are the false positives, read off the model
+        without enumerating the complement (so sampled training negatives do not narrow the check)."""
+        closed = closed or {}
+        neg = {a for a in neg if a[0] not in closed}
+        wrong = (neg & model) | {a for a in model if a[0] in closed and a not in pos}
         self.positives += len(pos)
-        self.negatives += len(neg)
+        self.negatives += len(neg) + sum(size - sum(a[0] == p for a in pos) for p, size in closed.items())
         self.true_positives += len(pos & model)
-        self.false_positives += len(neg & model)
+        self.false_positives += len(wrong)
         show = lambda a: f"{a[0]}({','.join(symbols.render(c) for c in a[1])})"  # noqa: E731
-        self.missed += sorted(show(a) for a in pos - model)
-        self.wrong += sorted(show(a) for a in neg & model)
+        room = MAX_LISTED - len(self.missed)
+        self.missed += [show(a) for a in sorted(pos - model)[: max(room, 0)]]
+        room = MAX_LISTED - len(self.wrong)
+        self.wrong += [show(a) for a in sorted(wrong)[: max(room, 0)]]
 
     def to_json(self) -> dict:
         return {
@@ -84,6 +100,11 @@ def world_examples(world: WorldIR) -> tuple[set[GroundAtom], set[GroundAtom]]:
     return pos, neg
 
 
+def closed_sizes(program: CompiledProgram, world: WorldIR) -> dict[str, int]:
+    """Per closed-world learned predicate, its number of ground atoms in the world."""
+    return {p: world.layout[p].grid for p in program.closed}
+
+
 def crisp_score(program: CompiledProgram, rules: list[Rule]) -> Score:
     """Score of ``rules`` with nlndl's own crisp evaluator (full semantics: no pruning)."""
     score = Score()
@@ -92,7 +113,7 @@ def crisp_score(program: CompiledProgram, rules: list[Rule]) -> Score:
     for world in program.worlds:
         model = evaluate(world_facts(program, world), rules)
         derived = {(name, args) for name in learned for args in model.get(name, ())}
-        score.add(derived, *world_examples(world), symbols)
+        score.add(derived, *world_examples(world), symbols, closed_sizes(program, world))
     return score
 
 
@@ -110,5 +131,5 @@ def clingo_score(program: CompiledProgram, rules: list[Rule]) -> Score:
             original = names.original(pred)
             if original in learned:
                 derived.add((original, tuple(symbols.ids[(isinstance(a, int), a)] for a in args)))
-        score.add(derived, *world_examples(world), symbols)
+        score.add(derived, *world_examples(world), symbols, closed_sizes(program, world))
     return score

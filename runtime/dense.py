@@ -23,6 +23,8 @@ def one_hots(program: CompiledProgram, world: WorldIR, predicate: str) -> tuple[
     domains = [world.domains[t] for t in ir.var_types]
     subs = list(itertools.product(*[range(len(d)) for d in domains]))
     atoms = world.atoms
+    if any(e.sparse for e in world.layout.values()):
+        raise ValueError("the dense reference needs a dense layout (compile with layout='dense')")
     g = np.zeros((len(subs), len(ir.inputs), atoms), dtype=np.float32)
     h = np.zeros((len(subs), world.layout[predicate].size), dtype=np.float32)
     for s, theta in enumerate(subs):

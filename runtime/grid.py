@@ -132,6 +132,8 @@ def column_grid(ir: LearnedIR, fuzzy_inputs: list[int], world: WorldIR) -> Colum
     for column, i in enumerate(fuzzy_inputs):
         atom = ir.inputs[i]
         entry = world.layout[atom.predicate]
+        if entry.size != entry.grid:  # a sparse relation is no cube
+            return None
         if any(f is not None for f in atom.funcs) or entry.shape != tuple(sizes[v] for v in atom.vars):
             return None
         slots = entry.offset + (np.ravel_multi_index([theta[v] for v in atom.vars], entry.shape) if atom.vars else 0)

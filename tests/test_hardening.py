@@ -363,9 +363,12 @@ def test_huge_grids_and_valuations_are_refused_with_the_count(monkeypatch, tmp_p
         f".decl c(x: symbol)\n{constants}.decl r(a: symbol, b: symbol, c: symbol, d: symbol, e: symbol)\n"
         ".decl p(x: symbol, y: symbol)\n.learn p\n.pos p(k1, k2).\n"
     )
-    result = runner.invoke(app, ["compile", "s.dl"])
+    result = runner.invoke(app, ["compile", "s.dl", "--layout", "dense"])
     assert_clean_exit(result)
     assert "would hold 2,430,000,090,301 ground atoms" in result.output and "--memory-limit" in result.output
+    result = runner.invoke(app, ["compile", "s.dl"])  # sparse: the facts are few, the substitutions are not
+    assert_clean_exit(result)
+    assert "would hold 26,640,306 candidate bindings" in result.output and "--memory-limit" in result.output
 
 
 def test_too_many_candidate_atoms_are_refused_before_enumeration(monkeypatch, tmp_path):

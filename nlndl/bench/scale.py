@@ -46,6 +46,33 @@ def forest(n: int, seed: int = 0) -> tuple[str, str, int]:
     return sketch + "\n", facts, len(positives)
 
 
+def read_triples(path: Path) -> list[tuple[str, str, str]]:
+    """(head, relation, tail) of a tab-separated triple file in the Neural LP layout."""
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            head, relation, tail = line.split("\t")
+            rows.append((head, relation, tail))
+    return rows
+
+
+def kg_task(directory: Path, target: str, sample: int) -> tuple[str, dict[str, str], int]:
+    """A sketch learning ``target`` from a knowledge graph in the Neural LP layout: every other relation of
+    facts.txt as a ``.input`` relation, ``target``'s triples of facts.txt and train.txt as positives, and a
+    closed world sampled at ``sample`` negatives per positive. Returns the sketch, the facts files' texts by
+    relation, and the number of positives."""
+    triples = read_triples(directory / "facts.txt")
+    known = sorted({(h, t) for h, r, t in triples + read_triples(directory / "train.txt") if r == target})
+    relations = sorted({r for _, r, _ in triples} - {target})
+    facts = {r: "".join(f"{h}\t{t}\n" for h, q, t in triples if q == r) for r in relations}
+    lines = [f"// {target} from {directory.name} (nlndl bench scale --kg)"]
+    for r in relations:
+        lines += [f".decl {r}(a: symbol, b: symbol)", f".input {r}"]
+    lines += [f".decl {target}(a: symbol, b: symbol)", f".learn {target}(vars=3, body=[{', '.join(relations)}])"]
+    lines += [f".closed {target}(sample={sample})", *(f'.pos {target}("{h}", "{t}").' for h, t in known)]
+    return "\n".join(lines) + "\n", facts, len(known)
+
+
 def _run(args: list[str], timeout: float | None) -> tuple[int, float, int, str]:
     """Exit code, wall seconds, peak RSS in bytes and stdout of ``python -m nlndl ARGS`` in a fresh process."""
     start = time.perf_counter()
@@ -98,6 +125,40 @@ def measure(n: int, seed: int, train: bool, time_limit: float) -> dict[str, Any]
             row.update(solved=result["solved"], iterations=result["iterations"], rules=result["rules"])
         except (ValueError, IndexError, KeyError):
             row.update(solved=False, train_error=output.strip().splitlines()[0] if output.strip() else f"exit {code}")
+    return row
+
+
+def measure_kg(
+    directory: Path, target: str, sample: int, seed: int, train: bool, time_limit: float
+) -> dict[str, Any]:
+    """Compile (and with ``train`` train) :func:`kg_task`, each in a fresh process."""
+    sketch, facts, positives = kg_task(directory, target, sample)
+    row: dict[str, Any] = {"kg": directory.name, "target": target, "positives": positives, "sample": sample,
+                           "facts": sum(text.count("\n") for text in facts.values())}
+    with tempfile.TemporaryDirectory(prefix="nlndl-kg-") as tmp:
+        (Path(tmp) / "sketch.dl").write_text(sketch)
+        for name, text in facts.items():
+            (Path(tmp) / f"{name}.facts").write_text(text)
+        args = ["compile", str(Path(tmp) / "sketch.dl"), "--json", "--seed", str(seed), "--memory-limit", "4GiB"]
+        code, seconds, rss, output = _run(args, None)
+        row.update(compile_seconds=seconds, compile_rss=rss)
+        if code != 0:
+            row["compile_error"] = output.strip().splitlines()[0] if output.strip() else f"exit {code}"
+            return row
+        summary = json.loads(output.strip().splitlines()[0])
+        row.update(atoms=summary["atoms"], substitutions=summary["substitutions"], index_bytes=summary["bytes"])
+        if train:
+            args = ["train", str(Path(tmp) / "sketch.dl"), "-D", str(Path(tmp) / "out"), "--json", "-q"]
+            args += ["--time-limit", str(time_limit), "--seed", str(seed)]
+            code, seconds, rss, output = _run(args, time_limit * 3 + 120)
+            row.update(train_seconds=seconds, train_rss=rss)
+            try:
+                result = json.loads(output.strip().splitlines()[0])
+                accuracy = result["accuracy"]
+                row.update(solved=result["solved"], iterations=result["iterations"], rules=result["rules"],
+                           precision=accuracy["precision"], recall=accuracy["recall"])
+            except (ValueError, IndexError, KeyError):
+                row.update(solved=False, train_error=output.strip().splitlines()[0] if output.strip() else "failed")
     return row
 
 
