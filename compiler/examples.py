@@ -7,8 +7,6 @@ not materialise the complement. Verification never samples (it reads the closed 
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from nlndl.compiler.diagnostics import Diagnostics, Span
@@ -17,8 +15,11 @@ Example = tuple[str, tuple[int, ...], bool, Span]  # predicate, constant ids, po
 
 
 def given(
-    examples: list[Example], positions: dict[str, dict[int, int]], types: dict[str, tuple[str, ...]],
-    shapes: dict[str, tuple[int, ...]], diags: Diagnostics,
+    examples: list[Example],
+    positions: dict[str, dict[int, int]],
+    types: dict[str, tuple[str, ...]],
+    shapes: dict[str, tuple[int, ...]],
+    diags: Diagnostics,
 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per predicate the sorted grid indices of its .pos/.neg examples and their labels; a contradiction
     (the same atom positive and negative) is a located error."""
@@ -58,8 +59,11 @@ def sample_negatives(grid: int, taken: np.ndarray, count: int, rng: np.random.Ge
 
 
 def labelled(
-    given_atoms: dict[str, tuple[np.ndarray, np.ndarray]], closed: set[str], samples: dict[str, int],
-    grids: dict[str, int], rng: np.random.Generator,
+    given_atoms: dict[str, tuple[np.ndarray, np.ndarray]],
+    closed: set[str],
+    samples: dict[str, int],
+    grids: dict[str, int],
+    rng: np.random.Generator,
 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """The examples with each closed predicate's negatives added: every other atom of its grid, or K per
     positive example under ``samples``. Per predicate, sorted grid indices and labels."""
@@ -85,7 +89,3 @@ def closed_atoms(closed: set[str], samples: dict[str, int], given_atoms: dict, g
         free = grids[name] - flat.size
         total += min(free, samples[name] * int((labels > 0.5).sum())) if name in samples else free
     return total
-
-
-def grid_size(shape: tuple[int, ...]) -> int:
-    return math.prod(shape)

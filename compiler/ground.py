@@ -20,14 +20,13 @@ from pathlib import Path
 
 import numpy as np
 
-from nlndl.compiler import ast
+from nlndl.compiler import ast, examples
 from nlndl.compiler.check import Checked, LearnSpec
 from nlndl.compiler.crisp import BodyAtom, Database, Rule, evaluate
 from nlndl.compiler.diagnostics import Diagnostics, Span, size_text
 from nlndl.compiler.facts import read_facts
-from nlndl.compiler import examples
-from nlndl.compiler.ir import InputAtom, LearnedIR, WorldIR, layout_slots
-from nlndl.compiler.join import JoinTooLarge, joinable, kept_by_join
+from nlndl.compiler.ir import InputAtom, LearnedIR, WorldIR
+from nlndl.compiler.join import JoinTooLarge, joinable, kept_by_join, sorted_unique
 from nlndl.compiler.layout import DENSE_ATOMS, Layout, fact_keys, valuation
 from nlndl.compiler.layout import build as layout_build
 from nlndl.compiler.symbols import SymbolTable
@@ -37,6 +36,8 @@ MAX_SUBSTITUTIONS = 2_000_000_000  # beyond this a walk over the grid is refused
 MAX_GRID = 2**62  # joins never walk the grid, but its flat indices must fit in int64
 VALUATION_BYTES = 16  # per ground atom: the float32 valuation, example slots and labels, and the atom table
 MAX_INPUTS = 20_000  # candidate body atoms of one learned predicate (Sorting has 176)
+BITMAP_GRID = 1 << 28  # demanded atoms found with a bitmap over a learned relation's grid up to this size
+WHOLE_DEMAND = 0.5  # a learned predicate with more of its atoms demanded is laid out whole, densely
 PRUNE_ABOVE = 20_000  # prune=auto prunes a predicate whose grid (all worlds) is larger than this
 
 
@@ -188,7 +189,7 @@ class Lowering:
         checked: Checked,
     ) -> None:
         self.spec, self.inputs, self.layout, self.values, self.prune = spec, inputs, layout.entries, values, prune
-        self.keys, self.false_slot = layout.keys, layout.false_slot
+        self.keys, self.false_slot, self.lookup = layout.keys, layout.false_slot, layout
         self.functions = functions
         self.function_types = {f: tuple(a.type for a in checked.relations[f].attributes) for f in spec.functions}
         self.world = world
@@ -219,8 +220,7 @@ class Lowering:
     def slots(self, atom: InputAtom, theta: tuple[np.ndarray, ...]) -> np.ndarray:
         """The valuation slot of ``atom`` under each substitution (the false slot where a function is undefined
         or, in a sparse layout, the atom is not laid out)."""
-        name = atom.predicate
-        return layout_slots(self.layout[name], self.keys.get(name), self.flat(atom, theta), self.false_slot)
+        return self.lookup.slots(atom.predicate, self.flat(atom, theta))
 
     def lift(self, x: np.ndarray, sub: str, sup: str) -> np.ndarray:
         """Domain positions of type ``sub`` as positions in the domain of its supertype ``sup`` (-1 stays -1)."""
@@ -383,15 +383,35 @@ def true_facts(world: GroundWorld, checked: Checked, name: str, shape: tuple[int
     return fact_keys(np.array(rows, dtype=np.int64).reshape(len(rows), len(types)), shape)
 
 
+def _new_atoms(parts: list[np.ndarray], known: np.ndarray, grid: int) -> np.ndarray:
+    """The sorted distinct grid indices in ``parts`` that are not in the sorted ``known``: by a bitmap over the
+    grid where it is small (a pass over the reads), else by a sort."""
+    if not parts:
+        return np.zeros(0, dtype=np.int64)
+    if grid <= BITMAP_GRID:
+        mark = np.zeros(grid, dtype=bool)
+        for part in parts:
+            mark[part] = True
+        mark[known] = False
+        return np.flatnonzero(mark)
+    return np.setdiff1d(sorted_unique(np.concatenate(parts)), known, assume_unique=True)
+
+
 def demand(
-    lowerings: dict[str, Lowering], wanted: dict[str, np.ndarray], memory_limit: int
+    lowerings: dict[str, Lowering], wanted: dict[str, np.ndarray], memory_limit: int, whole: float = WHOLE_DEMAND
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """The demanded atoms of each learned predicate (sorted grid indices) and the kept substitutions that
     write them: from the example atoms, every learned atom that a demanded atom's substitutions read, to the
     fixpoint (a superset of what T steps read, so the forward chaining computes what the dense layout
-    would at every example). JoinTooLarge when the substitutions' index arrays would pass ``memory_limit``."""
+    would at every example). A predicate with more than the fraction ``whole`` of its atoms demanded is
+    demanded whole at once (its closure would reach about that anyway, a round per step). JoinTooLarge
+    when the substitutions' index arrays would pass ``memory_limit``."""
     empty = np.zeros(0, dtype=np.int64)
+    grids = {p: low.layout[p].grid for p, low in lowerings.items()}
     demanded = {p: wanted.get(p, empty) for p in lowerings}
+    for p, atoms in demanded.items():
+        if atoms.size > whole * grids[p]:
+            demanded[p] = np.arange(grids[p], dtype=np.int64)
     frontier = dict(demanded)
     kept: dict[str, list[np.ndarray]] = {p: [] for p in lowerings}
     held = 0
@@ -416,9 +436,12 @@ def demand(
                     flat = low.flat(atom, theta)
                     reads[atom.predicate].append(flat[flat >= 0])
         for q, parts in reads.items():
-            fresh = np.unique(np.concatenate(parts)) if parts else empty
-            frontier[q] = np.setdiff1d(fresh, demanded[q], assume_unique=True)
-            demanded[q] = np.union1d(demanded[q], frontier[q])
+            frontier[q] = _new_atoms(parts, demanded[q], grids[q])
+            demanded[q] = np.sort(np.concatenate([demanded[q], frontier[q]]), kind="stable")  # two sorted runs
+            if frontier[q].size and demanded[q].size > whole * grids[q]:
+                every = np.arange(grids[q], dtype=np.int64)
+                frontier[q] = np.union1d(frontier[q], np.setdiff1d(every, demanded[q], assume_unique=True))
+                demanded[q] = every
     return demanded, {p: np.sort(np.concatenate(parts)) if parts else empty for p, parts in kept.items()}
 
 
@@ -446,8 +469,16 @@ def learned_ir(spec: LearnSpec, inputs: list[InputAtom], pruned: bool) -> Learne
     )
 
 
-def _refuse_valuation(diags: Diagnostics, span: Span, world: GroundWorld, atoms: int, largest: str, size: int,
-                      memory_limit: int, what: str) -> None:
+def _refuse_valuation(
+    diags: Diagnostics,
+    span: Span,
+    world: GroundWorld,
+    atoms: int,
+    largest: str,
+    size: int,
+    memory_limit: int,
+    what: str,
+) -> None:
     diags.error(
         span,
         f"the {what} of world {world.name} would hold {atoms:,} ground atoms "
@@ -513,7 +544,7 @@ def lower(
         true = {name: true_facts(world, checked, name, grids[name][0]) for name in relations if name not in learned}
         functions = function_maps(checked, world, diags)
 
-        def lowered(layout: Layout, values: np.ndarray) -> dict[str, Lowering]:
+        def lowered(layout: Layout, values: np.ndarray, world=world, functions=functions) -> dict[str, Lowering]:
             return {
                 p: Lowering(spec, inputs[p], world, layout, values, learned, functions, pruned[p], checked)
                 for p, spec in checked.learned.items()
@@ -535,7 +566,8 @@ def lower(
         try:
             if sparse:
                 demanded, kept = demand(lowerings, {p: flat for p, (flat, _) in labelled.items()}, memory_limit)
-                layout = layout_build(grids, {**true, **demanded})
+                partial = {p: d for p, d in demanded.items() if d.size < lowerings[p].layout[p].grid}
+                layout = layout_build(grids, {**true, **partial})  # a predicate demanded whole stays dense
                 values = valuation(layout, true)
                 lowerings = lowered(layout, values)
             else:

@@ -90,11 +90,11 @@ def layout_slots(entry: RelationLayout, keys: np.ndarray | None, flat: np.ndarra
     sparse relation's listed indices); the false slot where an index is -1 or, sparse, not listed."""
     if keys is None:
         slots = entry.offset + flat
+    elif not keys.size:
+        slots = np.full(flat.shape, false_slot, dtype=np.int64)
     else:
-        rank = np.searchsorted(keys, flat)
-        found = rank < keys.size
-        found[found] = keys[rank[found]] == flat[found]
-        slots = np.where(found, entry.offset + rank, false_slot)
+        rank = np.minimum(np.searchsorted(keys, flat), keys.size - 1)
+        slots = np.where(keys[rank] == flat, entry.offset + rank, false_slot)
     return np.where(flat < 0, false_slot, slots) if flat.size and flat.min() < 0 else slots
 
 
@@ -195,6 +195,8 @@ class CompiledProgram:
             "worlds": len(self.worlds),
             "steps": self.steps,
             "atoms": sum(w.atoms - 1 for w in self.worlds),  # ground atoms; the always-false slot not counted
+            "dense_atoms": sum(e.grid for w in self.worlds for e in w.layout.values()),  # what a dense layout holds
+            "sparse": sorted({name for w in self.worlds for name, e in w.layout.items() if e.sparse}),
             "substitutions": subst,
             "pruned": pruned,
             "index_entries": entries,

@@ -93,7 +93,7 @@ def _expand(row_keys: np.ndarray, fact_keys: np.ndarray, values: np.ndarray) -> 
     return rows, values[np.repeat(lo - before, count) + np.arange(int(count.sum()))]
 
 
-def _sorted_unique(keys: np.ndarray) -> np.ndarray:
+def sorted_unique(keys: np.ndarray) -> np.ndarray:
     """The distinct keys, ascending (a sort and a neighbour test: several times faster here than np.unique's
     hash table on millions of keys)."""
     keys = np.sort(keys)
@@ -115,7 +115,7 @@ def kept_by_join(low: Lowering, heads: np.ndarray | None, memory_limit: int) -> 
     h = spec.head_arity
     if heads is not None:
         entry = low.layout[spec.predicate]
-        heads = _sorted_unique(heads[(heads >= 0) & (heads < entry.grid)])
+        heads = sorted_unique(heads[(heads >= 0) & (heads < entry.grid)])
         head_rows = np.unravel_index(heads, entry.shape) if entry.shape else ()
         columns = [np.asarray(c, dtype=np.int64) for c in head_rows]
         n_rows = heads.size
@@ -150,7 +150,7 @@ def kept_by_join(low: Lowering, heads: np.ndarray | None, memory_limit: int) -> 
         pairs = sum(r.size for r in row_parts)
         _check(pairs, memory_limit, f"variable {v}", PAIR_BYTES + COLUMN_BYTES * (len(columns) + 1))
         rows, values = np.concatenate(row_parts), np.concatenate(value_parts)
-        flat = _sorted_unique(rows * sizes[v] + values)  # each (row, value) once
+        flat = sorted_unique(rows * sizes[v] + values)  # each (row, value) once
         rows, values = np.divmod(flat, sizes[v])
         columns = [c[rows] for c in columns] + [values]
         n_rows = rows.size

@@ -15,7 +15,8 @@ import numpy as np
 
 from nlndl.compiler.ir import RelationLayout, layout_slots
 
-DENSE_ATOMS = 1 << 20  # valuation="auto" lays a world out sparsely when its dense valuation is larger
+DENSE_ATOMS = 1 << 20  # layout auto: sparse where the dense valuation would hold more atoms
+TABLE_GRID = 1 << 24  # a sparse relation with at most this many atoms in its grid is looked up by a table
 
 
 @dataclass
@@ -24,6 +25,7 @@ class Layout:
 
     entries: dict[str, RelationLayout]
     keys: dict[str, np.ndarray] = field(default_factory=dict)
+    tables: dict[str, np.ndarray] = field(default_factory=dict, repr=False)  # see slots
 
     @property
     def atoms(self) -> int:
@@ -35,8 +37,17 @@ class Layout:
         return self.atoms - 1
 
     def slots(self, name: str, flat: np.ndarray) -> np.ndarray:
-        """Slots of relation ``name``'s atoms at grid indices ``flat`` (-1 or not laid out: the false slot)."""
-        return layout_slots(self.entries[name], self.keys.get(name), flat, self.false_slot)
+        """Slots of relation ``name``'s atoms at grid indices ``flat`` (-1 or not laid out: the false slot):
+        for a sparse relation on a grid of at most TABLE_GRID atoms through a slot table over its grid
+        (a gather, several times faster than the key search on millions of reads)."""
+        entry = self.entries[name]
+        if not entry.sparse or entry.grid > TABLE_GRID or flat.size < entry.grid // 8:
+            return layout_slots(entry, self.keys.get(name), flat, self.false_slot)
+        if name not in self.tables:
+            table = np.full(entry.grid + 1, self.false_slot, dtype=np.int64)  # the last entry: index -1
+            table[self.keys[name]] = entry.offset + np.arange(entry.size, dtype=np.int64)
+            self.tables[name] = table
+        return self.tables[name][flat]
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The key arrays a WorldIR keeps, ``keys/<relation>``."""

@@ -77,7 +77,7 @@ def string_value(token: str) -> tuple[str, str | None]:
         if char == "\\":
             escaped = body[i + 1 : i + 2]
             if escaped not in ('"', "\\"):
-                return "".join(out), f"unsupported escape \\{escaped} in a string (only \\\" and \\\\ are read)"
+                return "".join(out), f'unsupported escape \\{escaped} in a string (only \\" and \\\\ are read)'
             out.append(escaped)
             i += 2
             continue
@@ -86,7 +86,6 @@ def string_value(token: str) -> tuple[str, str | None]:
         out.append(char)
         i += 1
     return "".join(out), None
-
 
 
 class _Builder:

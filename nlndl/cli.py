@@ -728,17 +728,38 @@ def bench_scale(
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the rows as JSON.")] = None,
     plot_path: Annotated[Path | None, typer.Option("--plot", help="Compile and train time against N, log-log.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    kg: Annotated[
+        Path | None,
+        typer.Option("--kg", exists=True, file_okay=False, help="Instead: a knowledge graph in the Neural LP layout."),
+    ] = None,
+    target: Annotated[str, typer.Option(help="With --kg: the relation to learn.")] = "aunt",
+    sample: Annotated[
+        int | None,
+        typer.Option(min=1, help="Sampled closed-world negatives per positive (default: forest none, --kg 2)."),
+    ] = None,
 ) -> None:
-    """Compile and train reachability on random forests of growing size: time, memory, substitutions."""
+    """Compile and train reachability on random forests of growing size: time, memory, substitutions.
+    With --kg, compile (and train) one relation of a knowledge graph from its other relations instead."""
     from nlndl.bench import scale
 
     _check_outputs(json_path, plot=plot_path)
+    if kg is not None:
+        if not (kg / "facts.txt").is_file():
+            _fail(f"{kg}: error: no facts.txt (the Neural LP layout: facts.txt, train.txt, ...)")
+        try:
+            row = scale.measure_kg(kg, target, sample or 2, seed, train, time_limit)
+        except ValueError as exc:
+            _fail(f"{kg}: error: {exc}")
+        typer.echo(scale.kg_markdown(row))
+        if json_path is not None:
+            write_json(json_path, row)
+        return
     numbers = _numbers(sizes, "--sizes", int)
     if any(n < 2 for n in numbers):
         typer.echo("error: --sizes are at least 2", err=True)
         raise typer.Exit(2)
     with progress_bar(len(numbers), quiet) as tell:
-        report = scale.run(numbers, seed, train, time_limit, tell)
+        report = scale.run(numbers, seed, train, time_limit, tell, sample)
     typer.echo(scale.markdown(report))
     if json_path is not None:
         write_json(json_path, report)
@@ -797,8 +818,10 @@ def bench_runtime(
     n_cases = len(runtime.cases(quick)) * len(devices) * (2 if busy else 1)
     with progress_bar(n_cases, quiet) as tell:
         rows = runtime.run(quick, devices, restarts, steps, iters, tell, busy)
-    table = Table(title=f"Runtime: {restarts} restarts, T <= {steps}, torch {torch.__version__}, "
-                  f"{torch.get_num_threads()} threads")
+    table = Table(
+        title=f"Runtime: {restarts} restarts, T <= {steps}, torch {torch.__version__}, "
+        f"{torch.get_num_threads()} threads"
+    )
     for column in (
         "case",
         "load",

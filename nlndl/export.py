@@ -113,9 +113,7 @@ def planned_paths(stem: str, program: CompiledProgram) -> tuple[list[str], list[
         files.append(f"{stem}.{world.name}.facts.lp")
         dirs.append(f"{stem}.{world.name}.facts")
         files += [
-            f"{stem}.{world.name}.facts/{names(name)}.facts"
-            for name in world.layout
-            if name not in program.learned
+            f"{stem}.{world.name}.facts/{names(name)}.facts" for name in world.layout if name not in program.learned
         ]
     return files, dirs
 

@@ -267,6 +267,7 @@ def learn(
         trainer.load(resume)
     learner = Learner(program, config)
     started = time.perf_counter()
+
     def save() -> None:
         if callable(checkpoint):
             checkpoint(trainer)

@@ -39,9 +39,15 @@ def show_ir(program: CompiledProgram, limit: int = 5) -> str:
         lines.append(f"  inputs ({len(ir.inputs)}): {' '.join(render_input(a) for a in ir.inputs)}")
         for world in program.worlds:
             gather, scatter = world.gather(name), world.scatter(name)
+            entry = world.layout[name]
+            laid = (
+                f"{entry.size:,} of its {entry.grid:,} atoms laid out (sparse: demanded)"
+                if entry.sparse
+                else (f"all {entry.grid:,} atoms laid out (dense)")
+            )
             lines.append(
                 f"  world {world.name}: {world.substitutions[name]} substitutions kept, "
-                f"{world.pruned[name]} pruned, {gather.size} index entries"
+                f"{world.pruned[name]} pruned, {gather.size} index entries; {laid}"
             )
             for row in range(min(limit, scatter.size)):
                 rel, args = world.decode_slot(int(scatter[row]))

@@ -56,8 +56,10 @@ def programs(draw):
     extra = draw(st.lists(st.sampled_from(["T", "S"]), min_size=1, max_size=2))
     lines.append(f".decl p({', '.join(f'a{i}: {t}' for i, t in enumerate(head_types))})")
     body = ", ".join([*relations, *(["p"] if draw(st.booleans()) else [])])  # reading p: every head, no demand
-    lines.append(f".learn p(vars={len(head_types) + len(extra)}, types=[{', '.join(extra)}], body=[{body}], "
-                 "prune=extensional, invented)")
+    lines.append(
+        f".learn p(vars={len(head_types) + len(extra)}, types=[{', '.join(extra)}], body=[{body}], "
+        "prune=extensional, invented)"
+    )
     if draw(st.booleans()):
         args = [draw(st.sampled_from(small if t == "S" else constants)) for t in head_types]
         lines.append(f".pos p({', '.join(args)}).")

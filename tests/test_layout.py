@@ -127,7 +127,7 @@ def test_sample_negatives_is_uniform_distinct_and_outside_the_taken():
 
 def test_closed_option_errors_are_located(tmp_path):
     path = tmp_path / "e.dl"
-    path.write_text(".decl p(a: symbol)\n.learn p(vars=1)\n.pos p(\"a\").\n.closed p(sample=0)\n.closed p(size=2)\n")
+    path.write_text('.decl p(a: symbol)\n.learn p(vars=1)\n.pos p("a").\n.closed p(sample=0)\n.closed p(size=2)\n')
     with pytest.raises(CompileError) as info:
         compile_sketch(path)
     text = info.value.diagnostics.render()
@@ -141,7 +141,7 @@ def test_a_closed_world_too_large_to_list_points_to_sampling(tmp_path):
     path = tmp_path / "big.dl"
     path.write_text(
         ".decl parent(a: symbol, b: symbol)\n.input parent\n.decl grandparent(a: symbol, b: symbol)\n"
-        ".learn grandparent(vars=3, body=[parent])\n.closed grandparent\n.pos grandparent(\"p0\", \"p4\").\n"
+        '.learn grandparent(vars=3, body=[parent])\n.closed grandparent\n.pos grandparent("p0", "p4").\n'
     )
     with pytest.raises(CompileError, match=r"sample the closed world \(\.closed p\(sample=K\)\)"):
         compile_sketch(path, memory_limit=32 * 2**20)

@@ -347,12 +347,20 @@ def run(inputs: int, seed: int, examples: Path, tell: Callable[[str], None] | No
                 report.tracebacks += 1
             if failed:
                 report.failures.append(
-                    {"index": index, "origin": case.origin, "seconds": round(seconds, 2), "error": error,
-                     "sketch": case.sketch[:2000], "rules": case.rules}
+                    {
+                        "index": index,
+                        "origin": case.origin,
+                        "seconds": round(seconds, 2),
+                        "error": error,
+                        "sketch": case.sketch[:2000],
+                        "rules": case.rules,
+                    }
                 )
             if tell is not None and ((index + 1) % REPORT_EVERY == 0 or index + 1 == inputs):
-                tell(f"{index + 1}/{inputs}: {report.tracebacks} tracebacks, {report.hangs} hangs, "
-                     f"{report.memory} over the memory cap")
+                tell(
+                    f"{index + 1}/{inputs}: {report.tracebacks} tracebacks, {report.hangs} hangs, "
+                    f"{report.memory} over the memory cap"
+                )
         if worker is not None:
             inbox.put(None)
             worker.join(timeout=10)

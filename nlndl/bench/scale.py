@@ -22,8 +22,9 @@ from typing import Any
 import numpy as np
 
 
-def forest(n: int, seed: int = 0) -> tuple[str, str, int]:
-    """The sketch, the parent facts (tab-separated) and the number of positive examples for ``n`` people."""
+def forest(n: int, seed: int = 0, sample: int | None = None) -> tuple[str, str, int]:
+    """The sketch, the parent facts (tab-separated) and the number of positive examples for ``n`` people;
+    with ``sample``, the closed world sampled at that many negatives per positive."""
     rng = np.random.default_rng(seed)
     child = np.arange(1, n)
     parent = (rng.random(n - 1) * child).astype(np.int64)
@@ -39,7 +40,7 @@ def forest(n: int, seed: int = 0) -> tuple[str, str, int]:
             ".input parent",
             ".decl ancestor(a: symbol, b: symbol)",
             ".learn ancestor(vars=3, body=[parent, ancestor])",
-            ".closed ancestor",
+            ".closed ancestor" + (f"(sample={sample})" if sample else ""),
             *positives,
         ]
     )
@@ -95,14 +96,16 @@ def _run(args: list[str], timeout: float | None) -> tuple[int, float, int, str]:
         return code, seconds, usage.ru_maxrss * 1024, out.read() + err.read()[-2000:]
 
 
-def measure(n: int, seed: int, train: bool, time_limit: float) -> dict[str, Any]:
+def measure(n: int, seed: int, train: bool, time_limit: float, sample: int | None = None) -> dict[str, Any]:
     """One size: the compile's figures and, with ``train``, a training run (solved and clingo-verified, or not)."""
-    sketch, facts, positives = forest(n, seed)
+    sketch, facts, positives = forest(n, seed, sample)
     row: dict[str, Any] = {"n": n, "facts": n - 1, "positives": positives, "grid": n**3}
     with tempfile.TemporaryDirectory(prefix="nlndl-scale-") as tmp:
         (Path(tmp) / "sketch.dl").write_text(sketch)
         (Path(tmp) / "parent.facts").write_text(facts)
-        code, seconds, rss, output = _run(["compile", str(Path(tmp) / "sketch.dl"), "--json"], None)
+        code, seconds, rss, output = _run(
+            ["compile", str(Path(tmp) / "sketch.dl"), "--json", "--seed", str(seed)], None
+        )
         row.update(compile_seconds=seconds, compile_rss=rss)
         if code != 0:
             row["compile_error"] = output.strip().splitlines()[0] if output.strip() else f"exit {code}"
@@ -128,13 +131,16 @@ def measure(n: int, seed: int, train: bool, time_limit: float) -> dict[str, Any]
     return row
 
 
-def measure_kg(
-    directory: Path, target: str, sample: int, seed: int, train: bool, time_limit: float
-) -> dict[str, Any]:
+def measure_kg(directory: Path, target: str, sample: int, seed: int, train: bool, time_limit: float) -> dict[str, Any]:
     """Compile (and with ``train`` train) :func:`kg_task`, each in a fresh process."""
     sketch, facts, positives = kg_task(directory, target, sample)
-    row: dict[str, Any] = {"kg": directory.name, "target": target, "positives": positives, "sample": sample,
-                           "facts": sum(text.count("\n") for text in facts.values())}
+    row: dict[str, Any] = {
+        "kg": directory.name,
+        "target": target,
+        "positives": positives,
+        "sample": sample,
+        "facts": sum(text.count("\n") for text in facts.values()),
+    }
     with tempfile.TemporaryDirectory(prefix="nlndl-kg-") as tmp:
         (Path(tmp) / "sketch.dl").write_text(sketch)
         for name, text in facts.items():
@@ -155,8 +161,13 @@ def measure_kg(
             try:
                 result = json.loads(output.strip().splitlines()[0])
                 accuracy = result["accuracy"]
-                row.update(solved=result["solved"], iterations=result["iterations"], rules=result["rules"],
-                           precision=accuracy["precision"], recall=accuracy["recall"])
+                row.update(
+                    solved=result["solved"],
+                    iterations=result["iterations"],
+                    rules=result["rules"],
+                    precision=accuracy["precision"],
+                    recall=accuracy["recall"],
+                )
             except (ValueError, IndexError, KeyError):
                 row.update(solved=False, train_error=output.strip().splitlines()[0] if output.strip() else "failed")
     return row
@@ -172,15 +183,21 @@ def slope(rows: list[dict[str, Any]], key: str) -> float | None:
 
 
 def run(
-    sizes: list[int], seed: int, train: bool, time_limit: float, progress: Callable[[str], None] | None = None
+    sizes: list[int],
+    seed: int,
+    train: bool,
+    time_limit: float,
+    progress: Callable[[str], None] | None = None,
+    sample: int | None = None,
 ) -> dict[str, Any]:
     rows = []
     for n in sizes:
         if progress:
             progress(f"N = {n:,}")
-        rows.append(measure(n, seed, train, time_limit))
+        rows.append(measure(n, seed, train, time_limit, sample))
     return {
         "seed": seed,
+        "sample": sample,
         "time_limit": time_limit,
         "rows": rows,
         "compile_slope": slope([r for r in rows if "compile_error" not in r], "compile_seconds"),
@@ -199,18 +216,75 @@ def markdown(report: dict[str, Any]) -> str:
             compiled = ["-", "-", "-", f"{r['compile_seconds']:.1f}", _mib(r["compile_rss"])]
             verdict = f"refused: {r['compile_error'][:120]}"
         else:
-            compiled = [f"{r['substitutions']:,}", f"{r['atoms']:,}", f"{r['index_bytes']:,}",
-                        f"{r['compile_seconds']:.1f}", _mib(r["compile_rss"])]
-            verdict = "-" if "train_seconds" not in r else (
-                f"solved, {r['iterations']} its" if r.get("solved") else
-                r.get("train_error", f"not solved in {r.get('iterations', '?')} its")[:120])
-        trained = [verdict, f"{r['train_seconds']:.1f}" if "train_seconds" in r else "-",
-                   _mib(r["train_rss"]) if "train_rss" in r else "-"]
-        lines.append("| " + " | ".join([f"{r['n']:,}", f"{r['facts']:,}", f"{r['positives']:,}", f"{r['grid']:.1e}",
-                                       *compiled, *trained]) + " |")
+            compiled = [
+                f"{r['substitutions']:,}",
+                f"{r['atoms']:,}",
+                f"{r['index_bytes']:,}",
+                f"{r['compile_seconds']:.1f}",
+                _mib(r["compile_rss"]),
+            ]
+            verdict = (
+                "-"
+                if "train_seconds" not in r
+                else (
+                    f"solved, {r['iterations']} its"
+                    if r.get("solved")
+                    else r.get("train_error", f"not solved in {r.get('iterations', '?')} its")[:120]
+                )
+            )
+        trained = [
+            verdict,
+            f"{r['train_seconds']:.1f}" if "train_seconds" in r else "-",
+            _mib(r["train_rss"]) if "train_rss" in r else "-",
+        ]
+        lines.append(
+            "| "
+            + " | ".join(
+                [f"{r['n']:,}", f"{r['facts']:,}", f"{r['positives']:,}", f"{r['grid']:.1e}", *compiled, *trained]
+            )
+            + " |"
+        )
     if report["compile_slope"] is not None:
         lines.append(f"\ncompile time grows as N^{report['compile_slope']:.2f} between the two largest sizes")
     return "\n".join(lines)
+
+
+def kg_markdown(row: dict[str, Any]) -> str:
+    """One knowledge-graph row as a table."""
+    lines = [
+        "| data | target | facts | positives | negatives per positive | compile s | compile peak | atoms "
+        "| kept substitutions | index bytes | train | train s | train peak |",
+        "|---" * 13 + "|",
+    ]
+    if "compile_error" in row:
+        compiled = ["-", "-", "-"]
+    else:
+        compiled = [f"{row['atoms']:,}", f"{row['substitutions']:,}", f"{row['index_bytes']:,}"]
+    verdict = "-"
+    if "train_seconds" in row:
+        verdict = row.get("train_error", "")[:120] or (
+            f"{'solved' if row['solved'] else 'not solved'}, {row['iterations']} its, "
+            f"precision {row['precision']:.3f}, recall {row['recall']:.3f}"
+        )
+    cells = [
+        row["kg"],
+        row["target"],
+        f"{row['facts']:,}",
+        f"{row['positives']:,}",
+        str(row["sample"]),
+        f"{row['compile_seconds']:.1f}",
+        _mib(row["compile_rss"]),
+        *compiled,
+        verdict,
+        f"{row['train_seconds']:.1f}" if "train_seconds" in row else "-",
+        _mib(row["train_rss"]) if "train_rss" in row else "-",
+    ]
+    text = "\n".join(lines + ["| " + " | ".join(cells) + " |"])
+    if "compile_error" in row:
+        text += f"\n\ncompile refused: {row['compile_error']}"
+    if row.get("rules"):
+        text += "\n\n" + "\n".join(row["rules"])
+    return text
 
 
 def _mib(n: int) -> str:
