@@ -427,8 +427,8 @@ def demand(
                 raise JoinTooLarge(
                     p,
                     f"the demanded atoms' substitutions would take more than {size_text(held)} of index "
-                    f"arrays, over the limit of {size_text(memory_limit)}; sample the closed world "
-                    "(.closed p(sample=K)), reduce vars, restrict body=[...], or raise --memory-limit",
+                    f"arrays, over the limit of {size_text(memory_limit)}; reduce vars, restrict body=[...], "
+                    "or raise --memory-limit",
                 )
             theta = np.unravel_index(found, low.sizes)
             for atom in low.inputs:
@@ -576,6 +576,9 @@ def lower(
                     kept[p] = low.kept(labelled.get(p, (empty, None))[0] if p in unread else None, memory_limit)
         except JoinTooLarge as exc:
             p, message = exc.args
+            listed = sorted(closed - set(samples))
+            if sparse and listed:
+                message += f"; or sample the closed world (.closed {listed[0]}(sample=K))"
             diags.error(checked.learned[p].span, f"{p} in world {world.name}: {message}")
             return {}, []
         estimate += sum(kept[p].size * (len(inputs[p]) + 2) * 8 for p in kept)
