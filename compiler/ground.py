@@ -14,7 +14,7 @@ one positive extensional body atom (see docs/language.md).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
@@ -50,11 +50,20 @@ class GroundWorld:
     db: Database
     examples: list[tuple[str, tuple[int, ...], bool, Span]]
     domains: dict[str, list[int]]
+    read: dict[str, np.ndarray] = field(default_factory=dict, repr=False)  # see fact_positions
 
     @cached_property
     def positions(self) -> dict[str, dict[int, int]]:
         """Per type: constant id -> its position in the type's domain (its index along a valuation axis)."""
         return {t: {c: i for i, c in enumerate(d)} for t, d in self.domains.items()}
+
+    def fact_positions(self, name: str, types: tuple[str, ...]) -> np.ndarray:
+        """(facts, arity) positions of a relation's true facts in its attributes' domains, read once per world
+        (the valuation and every join of every demand round share them)."""
+        if name not in self.read:
+            rows = [tuple(self.positions[t][c] for t, c in zip(types, f, strict=True)) for f in self.db.get(name, ())]
+            self.read[name] = np.array(rows, dtype=np.int64).reshape(len(rows), len(types))
+        return self.read[name]
 
 
 def _args(atom: ast.Atom, symbols: SymbolTable) -> tuple[tuple[str, int | str], ...]:
@@ -189,7 +198,7 @@ class Lowering:
         checked: Checked,
     ) -> None:
         self.spec, self.inputs, self.layout, self.values, self.prune = spec, inputs, layout.entries, values, prune
-        self.keys, self.false_slot, self.lookup = layout.keys, layout.false_slot, layout
+        self.lookup = layout
         self.functions = functions
         self.function_types = {f: tuple(a.type for a in checked.relations[f].attributes) for f in spec.functions}
         self.world = world
@@ -376,13 +385,6 @@ def example_arrays(layout: Layout, labelled: dict[str, tuple[np.ndarray, np.ndar
     return {"examples/slots": slots_all[order], "examples/labels": labels_all[order]}
 
 
-def true_facts(world: GroundWorld, checked: Checked, name: str, shape: tuple[int, ...]) -> np.ndarray:
-    """Sorted grid indices of a relation's true facts in the world."""
-    types = [a.type for a in checked.relations[name].attributes]
-    rows = [tuple(world.positions[t][c] for t, c in zip(types, f, strict=True)) for f in world.db.get(name, ())]
-    return fact_keys(np.array(rows, dtype=np.int64).reshape(len(rows), len(types)), shape)
-
-
 def _new_atoms(parts: list[np.ndarray], known: np.ndarray, grid: int) -> np.ndarray:
     """The sorted distinct grid indices in ``parts`` that are not in the sorted ``known``: by a bitmap over the
     grid where it is small (a pass over the reads), else by a sort."""
@@ -409,10 +411,16 @@ def demand(
     empty = np.zeros(0, dtype=np.int64)
     grids = {p: low.layout[p].grid for p, low in lowerings.items()}
     demanded = {p: wanted.get(p, empty) for p in lowerings}
-    for p, atoms in demanded.items():
-        if atoms.size > whole * grids[p]:
-            demanded[p] = np.arange(grids[p], dtype=np.int64)
     frontier = dict(demanded)
+
+    def widen(p: str) -> None:  # demanded past ``whole`` of the grid: all of it, the rest in the frontier
+        if frontier[p].size and demanded[p].size > whole * grids[p]:
+            every = np.arange(grids[p], dtype=np.int64)
+            frontier[p] = np.union1d(frontier[p], np.setdiff1d(every, demanded[p], assume_unique=True))
+            demanded[p] = every
+
+    for p in lowerings:
+        widen(p)
     kept: dict[str, list[np.ndarray]] = {p: [] for p in lowerings}
     held = 0
     while any(f.size for f in frontier.values()):
@@ -438,10 +446,7 @@ def demand(
         for q, parts in reads.items():
             frontier[q] = _new_atoms(parts, demanded[q], grids[q])
             demanded[q] = np.sort(np.concatenate([demanded[q], frontier[q]]), kind="stable")  # two sorted runs
-            if frontier[q].size and demanded[q].size > whole * grids[q]:
-                every = np.arange(grids[q], dtype=np.int64)
-                frontier[q] = np.union1d(frontier[q], np.setdiff1d(every, demanded[q], assume_unique=True))
-                demanded[q] = every
+            widen(q)
     return demanded, {p: np.sort(np.concatenate(parts)) if parts else empty for p, parts in kept.items()}
 
 
@@ -541,7 +546,11 @@ def lower(
             _refuse_valuation(diags, span, world, wanted, most, sizes[most], memory_limit, "examples")
             return {}, []
         labelled = examples.labelled(given, closed, samples, sizes, np.random.default_rng([seed, index]))
-        true = {name: true_facts(world, checked, name, grids[name][0]) for name in relations if name not in learned}
+        true = {
+            name: fact_keys(world.fact_positions(name, types[name]), grids[name][0])
+            for name in relations
+            if name not in learned
+        }
         functions = function_maps(checked, world, diags)
 
         def lowered(layout: Layout, values: np.ndarray, world=world, functions=functions) -> dict[str, Lowering]:

@@ -90,12 +90,11 @@ def layout_slots(entry: RelationLayout, keys: np.ndarray | None, flat: np.ndarra
     sparse relation's listed indices); the false slot where an index is -1 or, sparse, not listed."""
     if keys is None:
         slots = entry.offset + flat
-    elif not keys.size:
-        slots = np.full(flat.shape, false_slot, dtype=np.int64)
-    else:
-        rank = np.minimum(np.searchsorted(keys, flat), keys.size - 1)
-        slots = np.where(keys[rank] == flat, entry.offset + rank, false_slot)
-    return np.where(flat < 0, false_slot, slots) if flat.size and flat.min() < 0 else slots
+        return np.where(flat < 0, false_slot, slots) if flat.size and flat.min() < 0 else slots
+    if not keys.size:
+        return np.full(flat.shape, false_slot, dtype=np.int64)
+    rank = np.minimum(np.searchsorted(keys, flat), keys.size - 1)  # -1 is never a key: the false slot
+    return np.where(keys[rank] == flat, entry.offset + rank, false_slot)
 
 
 @dataclass

@@ -41,21 +41,11 @@ def joinable(low: Lowering) -> bool:
     return all(not any(a.funcs) for a in low.extensional if extra & set(a.vars))
 
 
-def _relation(low: Lowering, name: str, cache: dict[str, np.ndarray]) -> np.ndarray:
-    """(facts, arity) positions of a relation's true facts in its attributes' domains, read once per join."""
-    if name not in cache:
-        types = low.layout[name].types
-        positions = low.world.positions
-        rows = [tuple(positions[t][c] for t, c in zip(types, fact, strict=True)) for fact in low.world.db.get(name, ())]
-        cache[name] = np.array(rows, dtype=np.int64).reshape(len(rows), len(types))
-    return cache[name]
-
-
-def _facts(low: Lowering, atom: InputAtom, cache: dict[str, np.ndarray]) -> np.ndarray:
+def _facts(low: Lowering, atom: InputAtom) -> np.ndarray:
     """(facts, arity) positions, in each argument's *variable's* domain, of the true facts of the atom's
     relation that fit its variables' types (a fact with a constant outside a subtype's domain cannot hold)."""
     entry = low.layout[atom.predicate]
-    facts = _relation(low, atom.predicate, cache).copy()
+    facts = low.world.fact_positions(atom.predicate, entry.types).copy()
     for i, (var, want) in enumerate(zip(atom.vars, entry.types, strict=True)):
         facts[:, i] = _inverse_lift(low, low.spec.var_types[var], want)[facts[:, i]]
     facts = facts[(facts >= 0).all(axis=1)]
@@ -124,12 +114,11 @@ def kept_by_join(low: Lowering, heads: np.ndarray | None, memory_limit: int) -> 
         _check(n_rows * max(h, 1), memory_limit, "the head variables")
         columns = [np.asarray(c, dtype=np.int64) for c in np.unravel_index(np.arange(n_rows), sizes[:h])]
     bound = list(range(h))
-    relations: dict[str, np.ndarray] = {}
     for v in range(h, spec.vars):
         row_parts = [np.arange(n_rows)]
         value_parts = [np.zeros(n_rows, dtype=np.int64)]  # the domain's first constant always binds
         for atom in (a for a in low.extensional if v in a.vars):
-            facts = _facts(low, atom, relations)
+            facts = _facts(low, atom)
             if not facts.size:
                 continue
             at_v = atom.vars.index(v)

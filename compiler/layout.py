@@ -77,5 +77,4 @@ def valuation(layout: Layout, true: dict[str, np.ndarray]) -> np.ndarray:
     for name, flat in true.items():
         if flat.size:
             values[layout.slots(name, flat)] = 1.0
-    values[layout.false_slot] = 0.0
     return values

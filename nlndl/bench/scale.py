@@ -96,6 +96,48 @@ def _run(args: list[str], timeout: float | None) -> tuple[int, float, int, str]:
         return code, seconds, usage.ru_maxrss * 1024, out.read() + err.read()[-2000:]
 
 
+def _first_line(output: str, code: int) -> str:
+    return output.strip().splitlines()[0] if output.strip() else f"exit {code}"
+
+
+def _compile_and_train(
+    tmp: Path, row: dict[str, Any], options: list[str], seed: int, train: bool, time_limit: float
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """``nlndl compile --json`` of ``tmp/sketch.dl`` and, with ``train``, ``nlndl train --json``, each in a fresh
+    process, their seconds and peaks (and a failure's first line) recorded in ``row``; the two JSON objects,
+    None where a command failed or did not run."""
+    sketch = str(tmp / "sketch.dl")
+    code, seconds, rss, output = _run(["compile", sketch, "--json", "--seed", str(seed), *options], None)
+    row.update(compile_seconds=seconds, compile_rss=rss)
+    if code != 0:
+        row["compile_error"] = _first_line(output, code)
+        return None, None
+    summary = json.loads(output.strip().splitlines()[0])
+    if not train:
+        return summary, None
+    args = [
+        "train",
+        sketch,
+        "-D",
+        str(tmp / "out"),
+        "--json",
+        "-q",
+        "--time-limit",
+        str(time_limit),
+        "--seed",
+        str(seed),
+    ]
+    code, seconds, rss, output = _run(args, time_limit * 3 + 120)
+    row.update(train_seconds=seconds, train_rss=rss)
+    try:
+        result = json.loads(output.strip().splitlines()[0])
+        row.update(solved=result["solved"], iterations=result["iterations"], rules=result["rules"])
+        return summary, result
+    except (ValueError, IndexError, KeyError):
+        row.update(solved=False, train_error=_first_line(output, code))
+        return summary, None
+
+
 def measure(n: int, seed: int, train: bool, time_limit: float, sample: int | None = None) -> dict[str, Any]:
     """One size: the compile's figures and, with ``train``, a training run (solved and clingo-verified, or not)."""
     sketch, facts, positives = forest(n, seed, sample)
@@ -103,31 +145,14 @@ def measure(n: int, seed: int, train: bool, time_limit: float, sample: int | Non
     with tempfile.TemporaryDirectory(prefix="nlndl-scale-") as tmp:
         (Path(tmp) / "sketch.dl").write_text(sketch)
         (Path(tmp) / "parent.facts").write_text(facts)
-        code, seconds, rss, output = _run(
-            ["compile", str(Path(tmp) / "sketch.dl"), "--json", "--seed", str(seed)], None
-        )
-        row.update(compile_seconds=seconds, compile_rss=rss)
-        if code != 0:
-            row["compile_error"] = output.strip().splitlines()[0] if output.strip() else f"exit {code}"
-            return row
-        summary = json.loads(output.strip().splitlines()[0])
+        summary, _ = _compile_and_train(Path(tmp), row, [], seed, train, time_limit)
+    if summary is not None:
         row.update(
             atoms=summary["atoms"],
             substitutions=summary["substitutions"],
             index_bytes=summary["bytes"],
             bytes_per_substitution=summary["bytes"] / max(summary["substitutions"], 1),
         )
-        if not train:
-            return row
-        args = ["train", str(Path(tmp) / "sketch.dl"), "-D", str(Path(tmp) / "out"), "--json", "-q"]
-        args += ["--time-limit", str(time_limit), "--seed", str(seed)]
-        code, seconds, rss, output = _run(args, time_limit * 3 + 120)
-        row.update(train_seconds=seconds, train_rss=rss)
-        try:
-            result = json.loads(output.strip().splitlines()[0])
-            row.update(solved=result["solved"], iterations=result["iterations"], rules=result["rules"])
-        except (ValueError, IndexError, KeyError):
-            row.update(solved=False, train_error=output.strip().splitlines()[0] if output.strip() else f"exit {code}")
     return row
 
 
@@ -145,31 +170,11 @@ def measure_kg(directory: Path, target: str, sample: int, seed: int, train: bool
         (Path(tmp) / "sketch.dl").write_text(sketch)
         for name, text in facts.items():
             (Path(tmp) / f"{name}.facts").write_text(text)
-        args = ["compile", str(Path(tmp) / "sketch.dl"), "--json", "--seed", str(seed), "--memory-limit", "4GiB"]
-        code, seconds, rss, output = _run(args, None)
-        row.update(compile_seconds=seconds, compile_rss=rss)
-        if code != 0:
-            row["compile_error"] = output.strip().splitlines()[0] if output.strip() else f"exit {code}"
-            return row
-        summary = json.loads(output.strip().splitlines()[0])
+        summary, result = _compile_and_train(Path(tmp), row, ["--memory-limit", "4GiB"], seed, train, time_limit)
+    if summary is not None:
         row.update(atoms=summary["atoms"], substitutions=summary["substitutions"], index_bytes=summary["bytes"])
-        if train:
-            args = ["train", str(Path(tmp) / "sketch.dl"), "-D", str(Path(tmp) / "out"), "--json", "-q"]
-            args += ["--time-limit", str(time_limit), "--seed", str(seed)]
-            code, seconds, rss, output = _run(args, time_limit * 3 + 120)
-            row.update(train_seconds=seconds, train_rss=rss)
-            try:
-                result = json.loads(output.strip().splitlines()[0])
-                accuracy = result["accuracy"]
-                row.update(
-                    solved=result["solved"],
-                    iterations=result["iterations"],
-                    rules=result["rules"],
-                    precision=accuracy["precision"],
-                    recall=accuracy["recall"],
-                )
-            except (ValueError, IndexError, KeyError):
-                row.update(solved=False, train_error=output.strip().splitlines()[0] if output.strip() else "failed")
+    if result is not None:
+        row.update(precision=result["accuracy"]["precision"], recall=result["accuracy"]["recall"])
     return row
 
 
