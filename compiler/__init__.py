@@ -9,6 +9,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import numpy as np
+
 from nlndl import __version__
 from nlndl.compiler.check import check
 from nlndl.compiler.diagnostics import CompileError, Diagnostics
@@ -16,6 +18,8 @@ from nlndl.compiler.ground import ground_worlds, lower
 from nlndl.compiler.ir import CompiledProgram
 from nlndl.compiler.parser import parse_file
 from nlndl.compiler.steps import default_steps
+from nlndl.compiler.subgraph import MIN_ENTITIES, whole_world
+from nlndl.compiler.subgraph import subgraph as sample
 from nlndl.compiler.symbols import SymbolTable
 
 DEFAULT_MEMORY_LIMIT = 2 * 1024**3
@@ -32,12 +36,17 @@ def compile_sketch(
     background: tuple[Path, ...] = (),
     seed: int = 0,
     layout: str = "auto",
+    subgraph: int | None = None,
 ) -> CompiledProgram:
     """Compile the sketch at ``path``, with the rules of each ``background`` program (for example one
     an earlier ``nlndl train`` wrote) added as background; raises CompileError carrying every diagnostic.
-    ``seed`` draws sampled closed-world negatives; ``layout`` is the valuation's: dense, sparse or auto."""
+    ``seed`` draws sampled closed-world negatives and the subgraph; ``layout`` is the valuation's: dense,
+    sparse or auto; ``subgraph``: train on that many constants of each world around drawn positive examples
+    (compiler.subgraph), the whole worlds kept for verification."""
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, not {layout!r}")
+    if subgraph is not None and subgraph < MIN_ENTITIES:
+        raise ValueError(f"subgraph must be at least {MIN_ENTITIES} entities, not {subgraph}")
     sketch = parse_file(path, tuple(background), memory_limit)
     diags = Diagnostics(sources=dict(sketch.sources))
     checked = check(sketch, diags)
@@ -45,6 +54,11 @@ def compile_sketch(
     worlds = ground_worlds(checked, symbols, fact_dir, diags, memory_limit)
     if diags:
         raise CompileError(diags)
+    whole = []
+    if subgraph is not None:
+        full = worlds
+        worlds = [sample(checked, w, subgraph, np.random.default_rng([seed, i, 1])) for i, w in enumerate(full)]
+        whole = [whole_world(checked, w, s) for w, s in zip(full, worlds, strict=True)]
     learned, lowered = lower(checked, worlds, diags, memory_limit, seed, layout)
     if diags:
         raise CompileError(diags)
@@ -70,5 +84,6 @@ def compile_sketch(
         worlds=lowered,
         types=dict(checked.types),
         closed=sorted({name for name, _ in sketch.closed}),
+        whole=whole,
         warnings=diags.render_warnings(),
     )

@@ -48,7 +48,7 @@ class GroundWorld:
     name: str
     span: Span | None
     db: Database
-    examples: list[tuple[str, tuple[int, ...], bool, Span]]
+    examples: list[examples.Example]
     domains: dict[str, list[int]]
     read: dict[str, np.ndarray] = field(default_factory=dict, repr=False)  # see fact_positions
 
@@ -119,20 +119,26 @@ def ground_worlds(
             (e.atom.predicate, tuple(symbols.intern(a.value) for a in e.atom.args), e.positive, e.span)
             for e in world.examples
         ]
-        domains: dict[str, set[int]] = {t: set() for t in checked.types}
-        for name, rel in db.items():
-            types = [a.type for a in checked.relations[name].attributes]
-            for fact in rel:
-                for t, c in zip(types, fact, strict=True):
-                    domains[t].add(c)
-        for name, args, _, _ in examples:
-            for a, c in zip(checked.relations[name].attributes, args, strict=True):
-                domains[a.type].add(c)
-        for t in list(domains):  # a subtype's constants belong to every type above it
-            for sup in checked.supertypes(t)[1:]:
-                domains[sup] |= domains[t]
-        out.append(GroundWorld(world.name, world.span, db, examples, {t: sorted(d) for t, d in domains.items()}))
+        out.append(GroundWorld(world.name, world.span, db, examples, world_domains(checked, db, examples)))
     return out
+
+
+def world_domains(checked: Checked, db: Database, atoms: list[examples.Example]) -> dict[str, list[int]]:
+    """Per type, the constants that occur at an argument of that type in a fact or an example, ascending; a
+    subtype's constants belong to every type above it."""
+    domains: dict[str, set[int]] = {t: set() for t in checked.types}
+    for name, rel in db.items():
+        types = [a.type for a in checked.relations[name].attributes]
+        for fact in rel:
+            for t, c in zip(types, fact, strict=True):
+                domains[t].add(c)
+    for name, args, _, _ in atoms:
+        for a, c in zip(checked.relations[name].attributes, args, strict=True):
+            domains[a.type].add(c)
+    for t in list(domains):
+        for sup in checked.supertypes(t)[1:]:
+            domains[sup] |= domains[t]
+    return {t: sorted(d) for t, d in domains.items()}
 
 
 def _candidates(spec: LearnSpec, checked: Checked) -> dict[str, list[list[tuple[int, str | None]]]]:

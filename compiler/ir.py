@@ -16,9 +16,10 @@ import numpy as np
 from safetensors import SafetensorError
 from safetensors.numpy import load_file, save_file
 
-FORMAT = "nlndl-program/2"
-# /1 is /2 without sparse layouts and closed predicates (its closed worlds were all listed as examples)
-READABLE = ("nlndl-program/1", FORMAT)
+FORMAT = "nlndl-program/3"
+# /1 is /2 without sparse layouts and closed predicates (its closed worlds were all listed as examples);
+# /2 is /3 without whole worlds (training on a subgraph)
+READABLE = ("nlndl-program/1", "nlndl-program/2", FORMAT)
 
 
 @dataclass
@@ -166,6 +167,19 @@ class WorldIR:
 
 
 @dataclass
+class WholeWorld:
+    """A world whose training saw a subgraph of it, kept whole for verification: ``facts/<relation>`` (facts,
+    arity) constant ids of every relation the learned rules can read, ``examples/<predicate>`` and
+    ``labels/<predicate>`` its given examples, and each closed predicate's number of ground atoms."""
+
+    name: str
+    entities: int  # constants in the world
+    sampled: int  # constants in the subgraph trained on
+    closed: dict[str, int]
+    arrays: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+
+
+@dataclass
 class CompiledProgram:
     version: str
     sketch_hash: str
@@ -179,6 +193,7 @@ class CompiledProgram:
     worlds: list[WorldIR]
     types: dict[str, str] = field(default_factory=dict)  # type name -> base type (symbol or number)
     closed: list[str] = field(default_factory=list)  # closed-world learned predicates: a non-positive atom is false
+    whole: list[WholeWorld] = field(default_factory=list)  # per world, when trained on a subgraph of it
     warnings: list[str] = field(default_factory=list)  # rendered compile warnings (not saved)
 
     def summary(self) -> dict[str, Any]:
@@ -200,6 +215,7 @@ class CompiledProgram:
             "pruned": pruned,
             "index_entries": entries,
             "bytes": sum(int(a.nbytes) for w in self.worlds for a in w.arrays.values()),
+            "subgraph": [{"world": w.name, "entities": w.sampled, "of": w.entities} for w in self.whole],
         }
 
     def save(self, out: Path) -> None:
@@ -229,8 +245,13 @@ class CompiledProgram:
                 }
                 for w in self.worlds
             ],
+            "whole": [
+                {"name": w.name, "entities": w.entities, "sampled": w.sampled, "closed": w.closed} for w in self.whole
+            ],
         }
         arrays = {f"{i}/{k}": np.ascontiguousarray(v) for i, w in enumerate(self.worlds) for k, v in w.arrays.items()}
+        for i, w in enumerate(self.whole):
+            arrays |= {f"whole/{i}/{k}": np.ascontiguousarray(v) for k, v in w.arrays.items()}
         save_file(arrays, str(out / "arrays.safetensors"), metadata={"format": FORMAT})
         (out / "program.json").write_text(json.dumps(meta, indent=1) + "\n")
 
@@ -270,6 +291,11 @@ class CompiledProgram:
             prefix = f"{i}/"
             own = {k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)}
             worlds.append(WorldIR(w["name"], w["atoms"], layout, w["domains"], w["substitutions"], w["pruned"], own))
+        whole = []
+        for i, w in enumerate(meta.get("whole", [])):
+            prefix = f"whole/{i}/"
+            own = {k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)}
+            whole.append(WholeWorld(w["name"], w["entities"], w["sampled"], dict(w["closed"]), own))
         return cls(
             meta["version"],
             meta["sketch_hash"],
@@ -283,6 +309,7 @@ class CompiledProgram:
             worlds,
             meta["types"],
             list(meta.get("closed", [])),
+            whole,
         )
 
 

@@ -132,6 +132,16 @@ LayoutOption = Annotated[
         "or auto (sparse above 2^20 dense atoms).",
     ),
 ]
+SubgraphOption = Annotated[
+    int | None,
+    typer.Option(
+        "--subgraph",
+        min=2,
+        metavar="ENTITIES",
+        help="Train on a subgraph of each world: this many constants, reached over the facts from drawn positive "
+        "examples (seeded); the rules are verified on the whole world.",
+    ),
+]
 
 
 class Show(StrEnum):
@@ -172,6 +182,7 @@ def compile_command(
     background: Background = None,
     seed: Annotated[int, typer.Option(min=0, help="Seed of sampled closed-world negatives.")] = 0,
     layout: LayoutOption = LayoutKind.auto,
+    subgraph: SubgraphOption = None,
 ) -> None:
     """Check a program sketch and compile it to index arrays."""
     from nlndl.compiler import CompileError, compile_sketch
@@ -188,6 +199,7 @@ def compile_command(
             background=tuple(background or ()),
             seed=seed,
             layout=layout.value,
+            subgraph=subgraph,
         )
     except CompileError as exc:
         _fail(exc.diagnostics.render())
@@ -201,6 +213,7 @@ def compile_command(
             f"  atoms {summary['atoms']:,}; substitutions {summary['substitutions']:,} kept, "
             f"{summary['pruned']:,} pruned; index entries {summary['index_entries']:,}; {summary['bytes']:,} bytes",
         ]
+        lines += [_subgraph_line(part) for part in summary["subgraph"]]
         if output is not None:
             lines.append(f"  saved to {output}")
         typer.echo("\n".join(lines))
@@ -231,6 +244,11 @@ def _size_option(text: str, option: str = "--memory-limit") -> int:
         raise typer.Exit(2) from None
 
 
+def _subgraph_line(part: dict) -> str:
+    world = f" of world {part['world']}" if part["world"] != "main" else ""
+    return f"  trained on a subgraph{world}: {part['entities']:,} of {part['of']:,} constants (verified on all)"
+
+
 def _compile_or_fail(
     sketch: Path,
     fact_dir: Path | None,
@@ -239,6 +257,7 @@ def _compile_or_fail(
     memory_limit: int | None = None,
     seed: int = 0,
     layout: str = "auto",
+    subgraph: int | None = None,
 ):
     from nlndl.compiler import DEFAULT_MEMORY_LIMIT, CompileError, compile_sketch
 
@@ -251,6 +270,7 @@ def _compile_or_fail(
             background=tuple(background or ()),
             seed=seed,
             layout=layout,
+            subgraph=subgraph,
         )
     except CompileError as exc:
         _fail(exc.diagnostics.render())
@@ -323,6 +343,7 @@ def train_command(
     ] = "8GiB",
     background: Background = None,
     layout: LayoutOption = LayoutKind.auto,
+    subgraph: SubgraphOption = None,
 ) -> None:
     """Learn the sketch's predicates; write the verified rules as Soufflé and clingo Datalog.
 
@@ -338,7 +359,10 @@ def train_command(
 
     _check_device(device)
     limit = _size_option(memory_limit)
-    program = _compile_or_fail(sketch, fact_dir, steps, background, limit, seed, layout.value)
+    program = _compile_or_fail(sketch, fact_dir, steps, background, limit, seed, layout.value, subgraph)
+    if not (quiet or json_summary):
+        for part in program.summary()["subgraph"]:
+            typer.echo(_subgraph_line(part).strip(), err=True)
     stem = "_".join(sorted(program.learned)) or sketch.stem
     checkpoint = output_dir / f"{stem}.checkpoint"
     if resume:
@@ -387,6 +411,7 @@ def train_command(
         "background": [str(b.resolve()) for b in background or ()],
         "seed": seed,
         "class_weight": class_weight.value,
+        "subgraph": subgraph,
         **result.to_json(),
     }
 
@@ -435,13 +460,20 @@ def export_command(
         record = json.loads(results.read_text())
         sketch, fact_dir, rules_text = Path(record["sketch"]), record.get("fact_dir"), record["rules"]
         background = [Path(b) for b in record.get("background", [])]
+        subgraph, seed = record.get("subgraph"), int(record.get("seed", 0))
         if not isinstance(rules_text, list) or not all(isinstance(r, str) for r in rules_text):
             raise TypeError("'rules' is not a list of strings")
+        if seed < 0:
+            raise ValueError(f"'seed' is negative ({seed})")
+        if subgraph is not None and (not isinstance(subgraph, int) or subgraph < 2):
+            raise TypeError("'subgraph' is not a whole number of at least 2")
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         _fail(f"{results}:1:1: error: not a results file written by nlndl train ({exc})")
     if not sketch.exists():
         _fail(f"{results}: error: its sketch {sketch} no longer exists")
-    program = _compile_or_fail(sketch, Path(fact_dir) if fact_dir else None, background=background)
+    # the subgraph trained on is compiled again (cheap where the whole world is not); only names are read
+    where = Path(fact_dir) if fact_dir else None
+    program = _compile_or_fail(sketch, where, background=background, seed=seed, subgraph=subgraph)
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -737,6 +769,7 @@ def bench_scale(
         int | None,
         typer.Option(min=1, help="Sampled closed-world negatives per positive (default: forest none, --kg 2)."),
     ] = None,
+    subgraph: SubgraphOption = None,
 ) -> None:
     """Compile and train reachability on random forests of growing size: time, memory, substitutions.
     With --kg, compile (and train) one relation of a knowledge graph from its other relations instead."""
@@ -747,7 +780,7 @@ def bench_scale(
         if not (kg / "facts.txt").is_file():
             _fail(f"{kg}: error: no facts.txt (the Neural LP layout: facts.txt, train.txt, ...)")
         try:
-            row = scale.measure_kg(kg, target, sample or 2, seed, train, time_limit)
+            row = scale.measure_kg(kg, target, sample or 2, seed, train, time_limit, subgraph)
         except ValueError as exc:
             _fail(f"{kg}: error: {exc}")
         typer.echo(scale.kg_markdown(row))
@@ -759,7 +792,7 @@ def bench_scale(
         typer.echo("error: --sizes are at least 2", err=True)
         raise typer.Exit(2)
     with progress_bar(len(numbers), quiet) as tell:
-        report = scale.run(numbers, seed, train, time_limit, tell, sample)
+        report = scale.run(numbers, seed, train, time_limit, tell, sample, subgraph)
     typer.echo(scale.markdown(report))
     if json_path is not None:
         write_json(json_path, report)

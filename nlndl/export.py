@@ -119,9 +119,10 @@ def planned_paths(stem: str, program: CompiledProgram) -> tuple[list[str], list[
 
 
 def write_program(out: Path, stem: str, program: CompiledProgram, rules: list[Rule], origin: str) -> list[Path]:
-    """Write OUT/stem.dl, OUT/stem.lp and each world's facts (Soufflé directory and clingo file) into ``out``,
-    a fresh directory (the CLI stages them there and moves them into place; see nlndl.output.OutputDir)."""
-    from nlndl.verify import world_facts
+    """Write OUT/stem.dl, OUT/stem.lp and each world's facts (Soufflé directory and clingo file; the whole
+    world's where training saw a subgraph) into ``out``, a fresh directory (the CLI stages them there and
+    moves them into place; see nlndl.output.OutputDir)."""
+    from nlndl.verify import checked_worlds
 
     out.mkdir(parents=True, exist_ok=True)
     names = Names.for_program(program)
@@ -129,8 +130,7 @@ def write_program(out: Path, stem: str, program: CompiledProgram, rules: list[Ru
     written = [out / f"{stem}.dl", out / f"{stem}.lp"]
     written[0].write_text(souffle_text(program, rules, origin))
     written[1].write_text(clingo_text(program, rules, origin))
-    for world in program.worlds:
-        facts = world_facts(program, world)
+    for world, (facts, *_) in zip(program.worlds, checked_worlds(program, whole=True), strict=True):
         (out / f"{stem}.{world.name}.facts.lp").write_text("\n".join(_facts_lines(facts, symbols, names)) + "\n")
         directory = out / f"{stem}.{world.name}.facts"
         directory.mkdir(exist_ok=True)

@@ -146,6 +146,7 @@ class Learner:
         self.best: tuple[float, list[Rule], Score | None] | None = None  # score None: not yet evaluated
         self.tried: set[tuple[str, ...]] = set()  # rule sets already scored
         self.counted: tuple[tuple[int, ...], tuple[torch.Tensor, torch.Tensor]] | None = None  # see mistakes
+        self.wholes: dict[tuple[str, ...], Score] = {}  # see whole_score
 
     def mistakes(self, model: ForwardChainer) -> tuple[torch.Tensor, torch.Tensor]:
         """Per restart (on the CPU), the positive examples its crisp program misses and the negative ones it
@@ -198,6 +199,9 @@ class Learner:
             # simplify keeps only changes after which the crisp evaluator still solves every example
             simple = simplify(rules, lambda trial: crisp_score(self.program, trial).solved)
             verified = clingo_score(self.program, simple)
+            if verified.solved and self.program.whole:  # trained on subgraphs: the whole worlds decide
+                self.best = (1.0, simple, verified)
+                verified = self.whole_score(simple)
             if verified.solved:
                 self.best = (1.0, simple, verified)
                 return restart
@@ -237,11 +241,19 @@ class Learner:
         return extract(self.program, weights, self.config.threshold)
 
     def best_rules(self, model: ForwardChainer) -> tuple[list[Rule], Score]:
-        """The best candidate seen (restart 0's rules if none was checked), with its crisp score."""
-        if self.best is None:
-            return self.candidate(model, 0)
-        _, rules, score = self.best
+        """The best candidate seen (restart 0's rules if none was checked) with its crisp score or, where
+        training saw subgraphs, its clingo score on the whole worlds."""
+        rules, score = self.candidate(model, 0) if self.best is None else self.best[1:]
+        if self.program.whole:
+            return rules, self.whole_score(rules)
         return rules, score if score is not None else crisp_score(self.program, rules)
+
+    def whole_score(self, rules: list[Rule]) -> Score:
+        """``rules``' clingo score on the whole worlds of a program trained on subgraphs (each rule set once)."""
+        key = tuple(render(r) for r in rules)
+        if key not in self.wholes:
+            self.wholes[key] = clingo_score(self.program, rules, whole=True)
+        return self.wholes[key]
 
 
 def learn(

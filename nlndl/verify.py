@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from nlndl.compiler.crisp import Database, Rule, evaluate
-from nlndl.compiler.ir import CompiledProgram, WorldIR
+from nlndl.compiler.ir import CompiledProgram, WholeWorld, WorldIR
 from nlndl.compiler.symbols import SymbolTable
 from nlndl.engines import clingo_model
 from nlndl.export import Names, render_clingo_program
@@ -105,31 +105,59 @@ def closed_sizes(program: CompiledProgram, world: WorldIR) -> dict[str, int]:
     return {p: world.layout[p].grid for p in program.closed}
 
 
-def crisp_score(program: CompiledProgram, rules: list[Rule]) -> Score:
-    """Score of ``rules`` with nlndl's own crisp evaluator (full semantics: no pruning)."""
+def whole_facts(world: WholeWorld) -> Database:
+    """A whole world's facts, by relation."""
+    return {k[len("facts/") :]: set(map(tuple, v.tolist())) for k, v in world.arrays.items() if k.startswith("facts/")}
+
+
+def whole_examples(world: WholeWorld) -> tuple[set[GroundAtom], set[GroundAtom]]:
+    pos, neg = set(), set()
+    for key, atoms in world.arrays.items():
+        if key.startswith("examples/"):
+            name = key[len("examples/") :]
+            for args, label in zip(atoms.tolist(), world.arrays[f"labels/{name}"].tolist(), strict=True):
+                (pos if label > 0.5 else neg).add((name, tuple(args)))
+    return pos, neg
+
+
+CheckedWorld = tuple[Database, set[GroundAtom], set[GroundAtom], dict[str, int]]  # facts, pos, neg, closed sizes
+
+
+def checked_worlds(program: CompiledProgram, whole: bool = False) -> list[CheckedWorld]:
+    """What a check runs on, per world: the compiled worlds (those trained on), or with ``whole`` the whole
+    worlds of a program trained on subgraphs (the compiled ones where it was not)."""
+    if whole and program.whole:
+        return [(whole_facts(w), *whole_examples(w), w.closed) for w in program.whole]
+    return [(world_facts(program, w), *world_examples(w), closed_sizes(program, w)) for w in program.worlds]
+
+
+def crisp_score(program: CompiledProgram, rules: list[Rule], whole: bool = False) -> Score:
+    """Score of ``rules`` with nlndl's own crisp evaluator (full semantics: no pruning), on the worlds trained
+    on or, with ``whole``, on the whole worlds (see :func:`checked_worlds`)."""
     score = Score()
     learned = set(program.learned)
     symbols = SymbolTable.from_json(program.symbols)
-    for world in program.worlds:
-        model = evaluate(world_facts(program, world), rules)
+    for facts, pos, neg, closed in checked_worlds(program, whole):
+        model = evaluate(facts, rules)
         derived = {(name, args) for name in learned for args in model.get(name, ())}
-        score.add(derived, *world_examples(world), symbols, closed_sizes(program, world))
+        score.add(derived, pos, neg, symbols, closed)
     return score
 
 
-def clingo_score(program: CompiledProgram, rules: list[Rule]) -> Score:
-    """Score of ``rules`` as clingo computes it, on each world's facts (names mangled for clingo)."""
+def clingo_score(program: CompiledProgram, rules: list[Rule], whole: bool = False) -> Score:
+    """Score of ``rules`` as clingo computes it, on each world's facts (names mangled for clingo); ``whole`` as
+    for :func:`crisp_score`."""
     score = Score()
     symbols = SymbolTable.from_json(program.symbols)
     names = Names.for_program(program)
     learned = set(program.learned)
-    for world in program.worlds:
-        text = render_clingo_program(world_facts(program, world), rules, symbols, names)
+    for facts, pos, neg, closed in checked_worlds(program, whole):
+        text = render_clingo_program(facts, rules, symbols, names)
         model = clingo_model(text)
         derived = set()
         for pred, args in model:
             original = names.original(pred)
             if original in learned:
                 derived.add((original, tuple(symbols.ids[(isinstance(a, int), a)] for a in args)))
-        score.add(derived, *world_examples(world), symbols, closed_sizes(program, world))
+        score.add(derived, pos, neg, symbols, closed)
     return score

@@ -101,13 +101,13 @@ def _first_line(output: str, code: int) -> str:
 
 
 def _compile_and_train(
-    tmp: Path, row: dict[str, Any], options: list[str], seed: int, train: bool, time_limit: float
+    tmp: Path, row: dict[str, Any], options: list[str], seed: int, train: bool, time_limit: float, both: list[str]
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    """``nlndl compile --json`` of ``tmp/sketch.dl`` and, with ``train``, ``nlndl train --json``, each in a fresh
-    process, their seconds and peaks (and a failure's first line) recorded in ``row``; the two JSON objects,
-    None where a command failed or did not run."""
+    """``nlndl compile --json`` of ``tmp/sketch.dl`` (with ``options``) and, with ``train``, ``nlndl train
+    --json``, each in a fresh process and both with ``both``, their seconds and peaks (and a failure's first
+    line) recorded in ``row``; the two JSON objects, None where a command failed or did not run."""
     sketch = str(tmp / "sketch.dl")
-    code, seconds, rss, output = _run(["compile", sketch, "--json", "--seed", str(seed), *options], None)
+    code, seconds, rss, output = _run(["compile", sketch, "--json", "--seed", str(seed), *options, *both], None)
     row.update(compile_seconds=seconds, compile_rss=rss)
     if code != 0:
         row["compile_error"] = _first_line(output, code)
@@ -126,6 +126,7 @@ def _compile_and_train(
         str(time_limit),
         "--seed",
         str(seed),
+        *both,
     ]
     code, seconds, rss, output = _run(args, time_limit * 3 + 120)
     row.update(train_seconds=seconds, train_rss=rss)
@@ -138,14 +139,21 @@ def _compile_and_train(
         return summary, None
 
 
-def measure(n: int, seed: int, train: bool, time_limit: float, sample: int | None = None) -> dict[str, Any]:
-    """One size: the compile's figures and, with ``train``, a training run (solved and clingo-verified, or not)."""
+def _subgraph_options(subgraph: int | None) -> list[str]:
+    return [] if subgraph is None else ["--subgraph", str(subgraph)]
+
+
+def measure(
+    n: int, seed: int, train: bool, time_limit: float, sample: int | None = None, subgraph: int | None = None
+) -> dict[str, Any]:
+    """One size: the compile's figures and, with ``train``, a training run (solved and clingo-verified, on the
+    whole forest, or not); with ``subgraph``, both train on a subgraph of that many people."""
     sketch, facts, positives = forest(n, seed, sample)
-    row: dict[str, Any] = {"n": n, "facts": n - 1, "positives": positives, "grid": n**3}
+    row: dict[str, Any] = {"n": n, "facts": n - 1, "positives": positives, "grid": n**3, "subgraph": subgraph}
     with tempfile.TemporaryDirectory(prefix="nlndl-scale-") as tmp:
         (Path(tmp) / "sketch.dl").write_text(sketch)
         (Path(tmp) / "parent.facts").write_text(facts)
-        summary, _ = _compile_and_train(Path(tmp), row, [], seed, train, time_limit)
+        summary, _ = _compile_and_train(Path(tmp), row, [], seed, train, time_limit, _subgraph_options(subgraph))
     if summary is not None:
         row.update(
             atoms=summary["atoms"],
@@ -156,21 +164,28 @@ def measure(n: int, seed: int, train: bool, time_limit: float, sample: int | Non
     return row
 
 
-def measure_kg(directory: Path, target: str, sample: int, seed: int, train: bool, time_limit: float) -> dict[str, Any]:
-    """Compile (and with ``train`` train) :func:`kg_task`, each in a fresh process."""
+def measure_kg(
+    directory: Path, target: str, sample: int, seed: int, train: bool, time_limit: float, subgraph: int | None = None
+) -> dict[str, Any]:
+    """Compile (and with ``train`` train) :func:`kg_task`, each in a fresh process (on a subgraph of
+    ``subgraph`` entities where given)."""
     sketch, facts, positives = kg_task(directory, target, sample)
     row: dict[str, Any] = {
         "kg": directory.name,
         "target": target,
         "positives": positives,
         "sample": sample,
+        "subgraph": subgraph,
         "facts": sum(text.count("\n") for text in facts.values()),
     }
     with tempfile.TemporaryDirectory(prefix="nlndl-kg-") as tmp:
         (Path(tmp) / "sketch.dl").write_text(sketch)
         for name, text in facts.items():
             (Path(tmp) / f"{name}.facts").write_text(text)
-        summary, result = _compile_and_train(Path(tmp), row, ["--memory-limit", "4GiB"], seed, train, time_limit)
+        limit = ["--memory-limit", "4GiB"]
+        summary, result = _compile_and_train(
+            Path(tmp), row, limit, seed, train, time_limit, _subgraph_options(subgraph)
+        )
     if summary is not None:
         row.update(atoms=summary["atoms"], substitutions=summary["substitutions"], index_bytes=summary["bytes"])
     if result is not None:
@@ -194,15 +209,17 @@ def run(
     time_limit: float,
     progress: Callable[[str], None] | None = None,
     sample: int | None = None,
+    subgraph: int | None = None,
 ) -> dict[str, Any]:
     rows = []
     for n in sizes:
         if progress:
             progress(f"N = {n:,}")
-        rows.append(measure(n, seed, train, time_limit, sample))
+        rows.append(measure(n, seed, train, time_limit, sample, subgraph))
     return {
         "seed": seed,
         "sample": sample,
+        "subgraph": subgraph,
         "time_limit": time_limit,
         "rows": rows,
         "compile_slope": slope([r for r in rows if "compile_error" not in r], "compile_seconds"),
@@ -249,6 +266,8 @@ def markdown(report: dict[str, Any]) -> str:
             )
             + " |"
         )
+    if report.get("subgraph"):
+        lines.append(f"\ntrained on a subgraph of {report['subgraph']:,} people, verified on the whole forest")
     if report["compile_slope"] is not None:
         lines.append(f"\ncompile time grows as N^{report['compile_slope']:.2f} between the two largest sizes")
     return "\n".join(lines)
@@ -285,6 +304,8 @@ def kg_markdown(row: dict[str, Any]) -> str:
         _mib(row["train_rss"]) if "train_rss" in row else "-",
     ]
     text = "\n".join(lines + ["| " + " | ".join(cells) + " |"])
+    if row.get("subgraph"):
+        text += f"\n\ntrained on a subgraph of {row['subgraph']:,} entities; precision and recall on the whole graph"
     if "compile_error" in row:
         text += f"\n\ncompile refused: {row['compile_error']}"
     if row.get("rules"):
