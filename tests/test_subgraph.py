@@ -1,0 +1,112 @@
+"""Training on a subgraph: the world trained on is the whole one restricted to the constants a seeded
+breadth-first search reaches, and rules are verified on the whole world, never on the subgraph alone."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from nlndl import api
+from nlndl.bench.scale import forest
+from nlndl.cli import app
+from nlndl.compiler import compile_sketch
+from nlndl.compiler.crisp import BodyAtom, Rule
+from nlndl.compiler.ir import CompiledProgram
+from nlndl.verify import checked_worlds, clingo_score, crisp_score
+
+runner = CliRunner()
+PARENT = Rule("ancestor", (("v", "A"), ("v", "B")), (BodyAtom("parent", (("v", "A"), ("v", "B"))),))
+CHAIN = Rule(
+    "ancestor",
+    (("v", "A"), ("v", "B")),
+    (BodyAtom("ancestor", (("v", "A"), ("v", "C"))), BodyAtom("ancestor", (("v", "C"), ("v", "B")))),
+)
+
+
+@pytest.fixture
+def tree(tmp_path) -> Path:
+    """A 60-person random tree with ancestor's closure as positives and a closed world."""
+    sketch, facts, _ = forest(60, seed=3)
+    (tmp_path / "sketch.dl").write_text(sketch)
+    (tmp_path / "parent.facts").write_text(facts)
+    return tmp_path / "sketch.dl"
+
+
+def test_the_subgraph_is_the_whole_world_restricted_to_its_constants(tree):
+    program = compile_sketch(tree, subgraph=20, seed=1)
+    (whole,) = program.whole
+    assert (whole.sampled, whole.entities) == (20, 60)
+    (facts, pos, neg, closed), (all_facts, all_pos, all_neg, all_closed) = (
+        checked_worlds(program)[0],
+        checked_worlds(program, whole=True)[0],
+    )
+    kept = {c for rel in facts.values() for f in rel for c in f} | {c for _, args in pos for c in args}
+    assert len(kept) == 20
+    assert facts["parent"] == {f for f in all_facts["parent"] if set(f) <= kept}
+    assert pos == {a for a in all_pos if set(a[1]) <= kept}
+    assert len(facts["parent"]) == 19, "a breadth-first search over a tree cuts out a subtree"
+    assert closed == {"ancestor": 400} and all_closed == {"ancestor": 3600}
+    assert len(pos) + len(neg) == 400 and not all_neg, "the subgraph's closed world is listed, the whole one not"
+
+
+def test_the_subgraph_is_drawn_with_the_seed(tree):
+    def constants(seed: int) -> set[int]:
+        facts = checked_worlds(compile_sketch(tree, subgraph=20, seed=seed))[0][0]
+        return {c for f in facts["parent"] for c in f}
+
+    assert constants(1) == constants(1)
+    assert len({frozenset(constants(s)) for s in range(5)}) > 1
+
+
+def test_a_subgraph_as_large_as_the_world_is_the_world(tree):
+    program, plain = compile_sketch(tree, subgraph=1000), compile_sketch(tree)
+    np.testing.assert_array_equal(program.worlds[0].example_slots, plain.worlds[0].example_slots)
+    assert program.whole[0].sampled == program.whole[0].entities == 60
+
+
+def test_rules_are_verified_on_the_whole_world(tree):
+    program = compile_sketch(tree, subgraph=2, seed=0)  # one parent fact: parent alone fits it
+    for score in (crisp_score, clingo_score):
+        assert score(program, [PARENT]).solved
+        whole = score(program, [PARENT], whole=True)
+        assert not whole.solved and whole.true_positives == 59 and whole.positives > 59
+        assert score(program, [PARENT, CHAIN], whole=True).solved
+
+
+def test_training_that_fits_the_subgraph_only_is_not_solved(tree):
+    program = compile_sketch(tree, subgraph=2, seed=0)
+    result = api.train(program, seed=0, max_iters=40, restarts=4)
+    assert result.rule_texts() == ["ancestor(A, B) :- parent(A, B)."], "it fits the subgraph"
+    assert not result.solved and result.score.true_positives == 59
+    assert result.score.positives == len(checked_worlds(program, whole=True)[0][1])
+
+
+def test_a_saved_program_keeps_its_whole_worlds(tree, tmp_path):
+    program = compile_sketch(tree, subgraph=20)
+    program.save(tmp_path / "p")
+    loaded = CompiledProgram.load(tmp_path / "p")
+    assert loaded.whole[0].closed == program.whole[0].closed
+    assert checked_worlds(loaded, whole=True) == checked_worlds(program, whole=True)
+
+
+def test_train_on_a_subgraph_solves_the_whole_tree_and_exports_its_facts(tree, tmp_path):
+    out = tmp_path / "out"
+    args = ["train", str(tree), "--subgraph", "30", "-D", str(out), "-q", "--time-limit", "120"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "ancestor(A, B) :- parent(A, B)." in result.output
+    record = json.loads((out / "ancestor.json").read_text())
+    assert record["subgraph"] == 30 and record["accuracy"]["positives"] == record["accuracy"]["true_positives"]
+    assert len((out / "ancestor.main.facts" / "parent.facts").read_text().splitlines()) == 59
+    exported = runner.invoke(app, ["export", str(out / "ancestor.json")])
+    assert exported.exit_code == 0 and "parent(A, B)" in exported.output
+    compiled = runner.invoke(app, ["compile", str(tree), "--subgraph", "30"])
+    assert compiled.exit_code == 0 and "30 of 60 constants" in compiled.output
+
+
+def test_a_subgraph_of_fewer_than_two_constants_is_refused(tree):
+    assert runner.invoke(app, ["compile", str(tree), "--subgraph", "1"]).exit_code == 2
+    with pytest.raises(ValueError, match="at least 2"):
+        compile_sketch(tree, subgraph=1)
