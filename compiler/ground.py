@@ -35,9 +35,14 @@ CHUNK = 1 << 20  # substitutions enumerated at a time
 MAX_SUBSTITUTIONS = 2_000_000_000  # beyond this a walk over the grid is refused
 MAX_GRID = 2**62  # joins never walk the grid, but its flat indices must fit in int64
 VALUATION_BYTES = 16  # per ground atom: the float32 valuation, example slots and labels, and the atom table
+# per example atom while the examples are listed, sorted and demanded (each an int64 grid index several times
+# over: the complement of a closed world, its sort, the demand's frontier and unravelled substitution heads);
+# measured: a 10^8-atom closed world (the N = 10,000 forest) peaked at 16.9 GB, about 170 bytes an example
+EXAMPLE_BYTES = 160
 MAX_INPUTS = 20_000  # candidate body atoms of one learned predicate (Sorting has 176)
 BITMAP_GRID = 1 << 28  # demanded atoms found with a bitmap over a learned relation's grid up to this size
 WHOLE_DEMAND = 0.5  # a learned predicate with more of its atoms demanded is laid out whole, densely
+SUBGRAPH_HINT = "--subgraph 100"  # what the refusals of a large world suggest (compiler.subgraph)
 PRUNE_ABOVE = 20_000  # prune=auto prunes a predicate whose grid (all worlds) is larger than this
 
 
@@ -421,9 +426,11 @@ def demand(
 
     def widen(p: str) -> None:  # demanded past ``whole`` of the grid: all of it, the rest in the frontier
         if frontier[p].size and demanded[p].size > whole * grids[p]:
-            every = np.arange(grids[p], dtype=np.int64)
-            frontier[p] = np.union1d(frontier[p], np.setdiff1d(every, demanded[p], assume_unique=True))
-            demanded[p] = every
+            mark = np.ones(grids[p], dtype=bool)  # the frontier grows by every atom not yet demanded
+            mark[demanded[p]] = False
+            mark[frontier[p]] = True
+            frontier[p] = np.flatnonzero(mark)
+            demanded[p] = np.arange(grids[p], dtype=np.int64)
 
     for p in lowerings:
         widen(p)
@@ -490,13 +497,14 @@ def _refuse_valuation(
     memory_limit: int,
     what: str,
 ) -> None:
+    per = EXAMPLE_BYTES if what == "examples" else VALUATION_BYTES
     diags.error(
         span,
         f"the {what} of world {world.name} would hold {atoms:,} ground atoms "
-        f"({size_text(atoms * VALUATION_BYTES)} with its examples and training copies; {largest} alone "
+        f"({size_text(atoms * per)} with its examples and training copies; {largest} alone "
         f"{size:,}), over the limit of {size_text(memory_limit)}; "
         + ("sample the closed world (.closed p(sample=K)), " if what == "examples" else "")
-        + "reduce the domains or raise --memory-limit",
+        + f"train on a subgraph ({SUBGRAPH_HINT}), reduce the domains or raise --memory-limit",
     )
 
 
@@ -547,7 +555,7 @@ def lower(
         shapes = {name: shape for name, (shape, _) in grids.items()}
         given = examples.given(world.examples, world.positions, types, shapes, diags)
         wanted = sum(f.size for f, _ in given.values()) + examples.closed_atoms(closed, samples, given, sizes)
-        if wanted * VALUATION_BYTES > memory_limit:
+        if wanted * EXAMPLE_BYTES > memory_limit:
             most = max(closed or given, key=lambda name: sizes[name])
             _refuse_valuation(diags, span, world, wanted, most, sizes[most], memory_limit, "examples")
             return {}, []
@@ -594,6 +602,7 @@ def lower(
             listed = sorted(closed - set(samples))
             if sparse and listed:
                 message += f"; or sample the closed world (.closed {listed[0]}(sample=K))"
+            message += f"; or train on a subgraph ({SUBGRAPH_HINT})"
             diags.error(checked.learned[p].span, f"{p} in world {world.name}: {message}")
             return {}, []
         estimate += sum(kept[p].size * (len(inputs[p]) + 2) * 8 for p in kept)
@@ -606,7 +615,8 @@ def lower(
         diags.error(
             worst.span,
             f"the index arrays would take {size_text(estimate)}, over the limit of "
-            f"{size_text(memory_limit)}; reduce vars, restrict body=[...], or raise --memory-limit",
+            f"{size_text(memory_limit)}; reduce vars, restrict body=[...], train on a subgraph ({SUBGRAPH_HINT}) "
+            "or raise --memory-limit",
         )
         return {}, []
     out = []
