@@ -443,7 +443,7 @@ def demand(
                 continue
             found = low.kept(frontier[p], memory_limit)
             kept[p].append(found)
-            held += found.size * (len(low.inputs) + 2) * 8
+            held += index_bytes(found.size, len(low.inputs))
             if held > memory_limit:
                 raise JoinTooLarge(
                     p,
@@ -461,6 +461,13 @@ def demand(
             demanded[q] = np.sort(np.concatenate([demanded[q], frontier[q]]), kind="stable")  # two sorted runs
             widen(q)
     return demanded, {p: np.sort(np.concatenate(parts)) if parts else empty for p, parts in kept.items()}
+
+
+def index_bytes(substitutions: int, inputs: int) -> int:
+    """What the index arrays of a learned predicate take, estimated before they are built: per kept
+    substitution an int64 gather slot per candidate atom, its scatter slot and its grid index (the CSR
+    pointers, one per head atom, not counted)."""
+    return substitutions * (inputs + 2) * 8
 
 
 def prunes(spec: LearnSpec, worlds: list[GroundWorld]) -> bool:
@@ -605,7 +612,7 @@ def lower(
             message += f"; or train on a subgraph ({SUBGRAPH_HINT})"
             diags.error(checked.learned[p].span, f"{p} in world {world.name}: {message}")
             return {}, []
-        estimate += sum(kept[p].size * (len(inputs[p]) + 2) * 8 for p in kept)
+        estimate += sum(index_bytes(kept[p].size, len(inputs[p])) for p in kept)
         plans.append((world, layout, values, lowerings, kept, labelled))
     if estimate > memory_limit:
         worst = max(

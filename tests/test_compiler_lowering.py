@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from nlndl.compiler import CompileError, compile_sketch
 from nlndl.compiler.crisp import BodyAtom, Rule, evaluate
+from nlndl.compiler.ground import index_bytes
 from nlndl.compiler.ir import CompiledProgram, InputAtom
 
 TINY = """
@@ -309,3 +310,14 @@ def test_pruned_flag_is_per_predicate_across_worlds(tmp_path):
     a, b = program.worlds
     assert a.pruned["p"] > 0 and b.pruned["p"] == 0
     assert program.learned["p"].pruned is True
+
+
+def test_the_index_array_estimate_is_within_a_factor_2_of_the_arrays_built():
+    root = Path(__file__).resolve().parents[1] / "examples" / "ilp"
+    for sketch in sorted(root.rglob("sketch.dl")):
+        program = compile_sketch(sketch)
+        for world in program.worlds:
+            for p, ir in program.learned.items():
+                built = sum(int(world.arrays[f"{p}/{k}"].nbytes) for k in ("gather", "scatter", "ptr", "grid"))
+                estimate = index_bytes(world.substitutions[p], len(ir.inputs))
+                assert estimate <= built <= 2 * estimate or world.substitutions[p] == 0, (sketch, p)
