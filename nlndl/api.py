@@ -48,17 +48,20 @@ def train(
     time_limit: float | None = None,
     device: str = "cpu",
     class_weight: str = ChainConfig.class_weight,
+    noise: float | None = None,
     **kwargs,
 ) -> LearnResult:
     """Learn the sketch's predicates; ``result.solved`` means clingo verified the rules on every world.
-    ``class_weight``: a positive example's weight in the loss (see ``ChainConfig.class_weight``)."""
+    ``class_weight``: a positive example's weight in the loss (see ``ChainConfig.class_weight``); ``noise``:
+    accept rules wrong on at most that fraction of the examples (``result.accepted``, ``result.score``)."""
     if not isinstance(program, CompiledProgram):
         program = compile(program, seed=seed)  # the seed draws sampled closed-world negatives too
     train_cfg = TrainConfig(seed=seed, time_limit=time_limit)
     if max_iters is not None:
         train_cfg = replace(train_cfg, max_iters=max_iters)
     chain_cfg = ChainConfig(restarts=restarts, class_weight=class_weight)  # restarts None: auto_restarts
-    return learn(program, LearnConfig(train=train_cfg, chain=chain_cfg, device=device), **kwargs)
+    config = LearnConfig(train=train_cfg, chain=chain_cfg, device=device, noise=noise)
+    return learn(program, config, **kwargs)
 
 
 def export(result: LearnResult, program: CompiledProgram, out: str | Path, name: str, origin: str = "") -> list[Path]:

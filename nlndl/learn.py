@@ -6,6 +6,7 @@ and no negative one both in nlndl's crisp evaluator and in clingo.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -22,6 +23,8 @@ from nlndl.runtime.chain import ChainConfig, ForwardChainer, Variants
 from nlndl.runtime.train import TrainConfig, Trainer, TrainState
 from nlndl.verify import Score, clingo_score, crisp_score
 
+NOISE_PATIENCE = 200  # iterations without a better accepted program after which a noisy run stops
+NOISE_CANDIDATES = 4  # with noise, new rule sets within the allowance scored per check (each simplified)
 PRUNED_PER_CHECK = 2  # near-misses per check whose superfluous clauses are sought (a batched crisp pass per drop)
 
 
@@ -32,6 +35,8 @@ class LearnConfig:
     threshold: float = 0.5  # membership above which an atom or term is read as selected
     device: str = "cpu"
     memory_limit: int | None = None  # bytes: fit training to it (runtime.budget.fit_training), else BudgetError
+    noise: float | None = None  # accept a program wrong on at most this fraction of the training examples
+    noise_patience: int = NOISE_PATIENCE  # iterations: with noise, stop once the best accepted has not improved
 
 
 @dataclass
@@ -46,6 +51,8 @@ class LearnResult:
     resets: int = 0
     replaced: int = 0  # restarts re-drawn after a plateau
     renewed: int = 0  # restarts with some terms re-drawn after a plateau, the others kept
+    accepted: bool = False  # solved, or (with noise) clingo finds it wrong on at most the allowed examples
+    noise: float | None = None
 
     def rule_texts(self) -> list[str]:
         return [render(r) for r in self.rules]
@@ -62,6 +69,8 @@ class LearnResult:
             "nan_resets": self.resets,
             "replaced_restarts": self.replaced,
             "renewed_restarts": self.renewed,
+            "accepted": self.accepted,
+            "noise": self.noise,
         }
 
 
@@ -138,6 +147,38 @@ def drop_parts(
     return drops, left
 
 
+@dataclass(frozen=True)
+class Allowance:
+    """With noise, how many positive examples an accepted program may miss and how many negative ones it may
+    derive: the fraction of each class, so that neither deriving nothing nor everything passes on a task
+    whose classes differ in size."""
+
+    missed: int = 0
+    derived: int = 0
+
+    @classmethod
+    def of(cls, program: CompiledProgram, noise: float) -> Allowance:
+        if not noise:
+            return cls()
+        labels = np.concatenate([w.example_labels for w in program.worlds]) if program.worlds else np.zeros(0)
+        positives = int((labels > 0.5).sum())
+        return cls(math.floor(noise * positives + 1e-9), math.floor(noise * (labels.size - positives) + 1e-9))
+
+    def admits(self, score: Score) -> bool:
+        return score.positives - score.true_positives <= self.missed and score.false_positives <= self.derived
+
+
+def size(rules: list[Rule]) -> int:
+    """Literals of a program: each rule's head and body atoms."""
+    return sum(1 + len(r.body) for r in rules)
+
+
+def cost(score: Score, rules: list[Rule]) -> int:
+    """Description length of a program on noisy examples (as Popper's noisy mode scores): the examples it
+    gets wrong plus its literals, so a clause that covers a few mislabelled examples does not pay its way."""
+    return score.mistakes + size(rules)
+
+
 class Learner:
     """Keeps the best candidate seen; its ``check`` is the trainer's stopping rule."""
 
@@ -147,6 +188,10 @@ class Learner:
         self.tried: set[tuple[str, ...]] = set()  # rule sets already scored
         self.counted: tuple[tuple[int, ...], tuple[torch.Tensor, torch.Tensor]] | None = None  # see mistakes
         self.wholes: dict[tuple[str, ...], Score] = {}  # see whole_score
+        self.accepted: tuple[int, list[Rule], Score] | None = None  # restart, rules, clingo score; see accept
+        self.checks, self.improved = 0, 0  # checks so far, and the one at which ``accepted`` last improved
+        self.every = config.train.check_every
+        self.allowance = Allowance.of(program, config.noise or 0.0)
 
     def mistakes(self, model: ForwardChainer) -> tuple[torch.Tensor, torch.Tensor]:
         """Per restart (on the CPU), the positive examples its crisp program misses and the negative ones it
@@ -163,25 +208,34 @@ class Learner:
         return rules, crisp_score(self.program, rules)
 
     def check(self, model: ForwardChainer, losses: torch.Tensor) -> int | None:
-        """A winning restart, if any. Restarts whose crisp program misclassifies an example on the compiled
-        substitutions (one batched forward pass) are only remembered, by that count, except the
-        ``PRUNED_PER_CHECK`` with the fewest and the ``PRUNED_PER_CHECK`` with the lowest loss, whose
-        superfluous clauses and body atoms are dropped (:func:`drop_parts`); the others, and those that
-        dropping leaves with none misclassified, have their rules extracted,
-        evaluated by the crisp evaluator, simplified and verified by clingo."""
+        """A winning restart, if any. Restarts whose crisp program misclassifies more examples than allowed
+        (none; with ``noise`` that fraction) on the compiled substitutions (one batched forward pass) are only
+        remembered, by that count, except the ``PRUNED_PER_CHECK`` with the fewest and the
+        ``PRUNED_PER_CHECK`` with the lowest loss, whose superfluous clauses and body atoms are dropped
+        (:func:`drop_parts`); the others, and those that dropping brings within the allowance, have their
+        rules extracted, evaluated by the crisp evaluator, simplified and verified by clingo. With noise, a
+        program clingo finds within the allowance is accepted, the best (fewest mistakes, then fewest
+        literals) kept; the run ends when it has not improved for ``noise_patience`` iterations."""
         threshold = self.config.threshold
+        self.checks += 1
         missed, derived = self.mistakes(model)
         grid_wrong = missed + derived
         examples = sum(int(w.example_slots.numel()) for w in model.worlds)
+        allowed = self.allowance.missed + self.allowance.derived
         order = torch.argsort(torch.nan_to_num(losses, nan=float("inf"))).tolist()
         misses = [r for r in order if grid_wrong[r] > 0]  # by loss
         fewest = sorted(misses, key=lambda r: float(grid_wrong[r]))[:PRUNED_PER_CHECK]
         near = set(fewest) | set(misses[:PRUNED_PER_CHECK])
+        if allowed:  # the fewest mistakes first, and only a few new rule sets scored per check
+            order = sorted(order, key=lambda r: float(grid_wrong[r]))
+        scored = 0
         for restart in order:
+            if allowed and scored >= NOISE_CANDIDATES:
+                break
             wrong, dropped = int(grid_wrong[restart]), Drops()
             if restart in near:
                 dropped, wrong = drop_parts(model, restart, threshold, wrong, atoms=True)
-            if wrong:
+            if wrong > (allowed and 2 * allowed + 2):  # with noise, extracting and simplifying may still fit
                 accuracy = 1.0 - wrong / max(examples, 1)
                 if self.best is None or accuracy > self.best[0]:
                     self.best = (accuracy, self.rules(model, restart, dropped), None)
@@ -191,21 +245,49 @@ class Learner:
             if key in self.tried:
                 continue
             self.tried.add(key)
+            scored += 1
             score = crisp_score(self.program, rules)
             if self.best is None or score.accuracy > self.best[0]:
                 self.best = (score.accuracy, rules, score)
-            if not score.solved:
+            if score.mistakes > (allowed and 2 * allowed + 2):
                 continue
-            # simplify keeps only changes after which the crisp evaluator still solves every example
-            simple = simplify(rules, lambda trial: crisp_score(self.program, trial).solved)
+            # simplify keeps only changes after which the crisp evaluator finds no more mistakes (with noise:
+            # that cost no more than they save in description length, mistakes + literals)
+            if allowed:
+                simple = simplify(rules, lambda trial, base=score, rules=rules: self.no_worse(trial, base, rules))
+            else:
+                simple = simplify(rules, lambda trial: crisp_score(self.program, trial).solved)
             verified = clingo_score(self.program, simple)
-            if verified.solved and self.program.whole:  # trained on subgraphs: the whole worlds decide
-                self.best = (1.0, simple, verified)
+            if verified.mistakes <= allowed and self.program.whole:  # trained on subgraphs: the whole worlds judge
+                self.best = (1.0 - verified.mistakes / max(examples, 1), simple, verified)
                 verified = self.whole_score(simple)
-            if verified.solved:
+            if allowed:  # with noise a perfect fit is one more candidate: it may fit the mislabelled examples
+                if self.allowance.admits(verified):
+                    self.accept(restart, simple, verified)
+            elif verified.solved:
                 self.best = (1.0, simple, verified)
                 return restart
+        if self.accepted is not None and self.checks - self.improved >= self.config.noise_patience / self.every:
+            return self.accepted[0]
         return None
+
+    def no_worse(self, trial: list[Rule], base: Score, rules: list[Rule]) -> bool:
+        """Whether simplifying ``rules`` (scored ``base``) to ``trial`` keeps, with noise, each class's mistakes
+        within the allowance (or no worse than before where they were not) and the description no longer."""
+        score = crisp_score(self.program, trial)
+        missed = score.positives - score.true_positives
+        return (
+            missed <= max(self.allowance.missed, base.positives - base.true_positives)
+            and score.false_positives <= max(self.allowance.derived, base.false_positives)
+            and cost(score, trial) <= cost(base, rules)
+        )
+
+    def accept(self, restart: int, rules: list[Rule], score: Score) -> None:
+        """Keep ``rules`` if they beat the best accepted program: a shorter description (mistakes + literals),
+        then fewer mistakes."""
+        best = self.accepted
+        if best is None or (cost(score, rules), score.mistakes) < (cost(best[2], best[1]), best[2].mistakes):
+            self.accepted, self.improved = (restart, rules, score), self.checks
 
     def harmful(self, model: ForwardChainer, restarts: torch.Tensor) -> dict[str, torch.Tensor]:
         """Per learned predicate, the terms (len(restarts), T) of each restart's crisp program that a stalled
@@ -243,6 +325,8 @@ class Learner:
     def best_rules(self, model: ForwardChainer) -> tuple[list[Rule], Score]:
         """The best candidate seen (restart 0's rules if none was checked) with its crisp score or, where
         training saw subgraphs, its clingo score on the whole worlds."""
+        if self.accepted is not None:
+            return self.accepted[1], self.accepted[2]
         rules, score = self.candidate(model, 0) if self.best is None else self.best[1:]
         if self.program.whole:
             return rules, self.whole_score(rules)
@@ -294,8 +378,9 @@ def learn(
     if winner is None:
         save()
     rules, score = learner.best_rules(model)
+    solved = winner is not None and score.solved
     return LearnResult(
-        solved=winner is not None,
+        solved=solved,
         rules=rules,
         score=score,
         iterations=trainer.state.iteration,
@@ -305,4 +390,6 @@ def learn(
         resets=trainer.state.resets,
         replaced=trainer.state.replaced,
         renewed=trainer.state.renewed,
+        accepted=solved or learner.accepted is not None,
+        noise=config.noise,
     )

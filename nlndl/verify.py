@@ -45,6 +45,16 @@ class Score:
         return self.true_positives / self.positives if self.positives else 1.0
 
     @property
+    def f1(self) -> float:
+        both = self.precision + self.recall
+        return 2 * self.precision * self.recall / both if both else 0.0
+
+    @property
+    def mistakes(self) -> int:
+        """Examples misclassified: positives not derived and negatives derived."""
+        return self.positives - self.true_positives + self.false_positives
+
+    @property
     def accuracy(self) -> float:
         total = self.positives + self.negatives
         correct = self.true_positives + self.negatives - self.false_positives
@@ -79,6 +89,8 @@ class Score:
             **asdict(self),
             "precision": self.precision,
             "recall": self.recall,
+            "f1": self.f1,
+            "mistakes": self.mistakes,
             "accuracy": self.accuracy,
             "solved": self.solved,
         }
