@@ -822,6 +822,43 @@ def bench_scale(
         plot_scale(report, plot_path)
 
 
+@bench_app.command("noise")
+def bench_noise(
+    tasks: Annotated[
+        list[str] | None, typer.Option(help="Task folders under --examples (repeatable); default: six bundled ones.")
+    ] = None,
+    levels: Annotated[str, typer.Option(help="Fractions of labels flipped, comma-separated.")] = "0,0.05,0.1,0.2,0.3",
+    seeds: Annotated[int, typer.Option(min=1, help="Seeds per task and level (each flips and trains).")] = 10,
+    time_limit: Annotated[float, typer.Option(min=1.0, help="Seconds of training per run.")] = 60.0,
+    json_path: Annotated[Path | None, typer.Option("--json", help="Write every run as JSON.")] = None,
+    plot_path: Annotated[Path | None, typer.Option("--plot", help="Runs right against the noise.")] = None,
+    examples: Annotated[Path, typer.Option(help="The folder of bundled ILP sketches.")] = Path("examples/ilp"),
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Bundled tasks with a fraction of their labels flipped (positives and as many negatives, seeded), learned
+    with --noise at that fraction: the runs whose rules clingo finds right on the clean labels."""
+    from nlndl.bench import noise
+
+    _check_outputs(json_path, plot=plot_path)
+    chosen = tuple(tasks or noise.TASKS)
+    missing = [t for t in chosen if not (examples / t / "sketch.dl").is_file()]
+    if missing:
+        _fail(f"{examples / missing[0]}: error: no sketch.dl there (run from the repository or give --examples)")
+    fractions = _numbers(levels, "--levels")
+    if any(not 0 <= x <= 0.5 for x in fractions):
+        typer.echo("error: --levels are fractions from 0 to 0.5", err=True)
+        raise typer.Exit(2)
+    with progress_bar(len(chosen) * len(fractions) * seeds, quiet) as tell:
+        report = noise.run(examples, chosen, tuple(fractions), seeds, time_limit, tell)
+    typer.echo(noise.markdown(report))
+    if json_path is not None:
+        write_json(json_path, report)
+    if plot_path is not None:
+        from nlndl.bench.plot import plot_noise
+
+        plot_noise(report, plot_path)
+
+
 @bench_app.command("fuzz")
 def bench_fuzz(
     inputs: Annotated[int, typer.Option(min=1, help="Fuzz inputs to run.")] = 10_000,

@@ -65,6 +65,8 @@ def run(
         clean = api.compile(examples / task / "sketch.dl")
         for level in levels:
             for seed in range(seeds):
+                if progress:
+                    progress(f"{task} noise {level:g} seed {seed}")
                 noisy, flipped = flip(clean, level, seed)
                 start = time.perf_counter()
                 result = api.train(noisy, seed=seed, time_limit=time_limit, noise=level or None)
@@ -83,10 +85,28 @@ def run(
                         "noisy_mistakes": result.score.mistakes,
                     }
                 )
-                if progress:
-                    progress(f"{task} noise {level:g} seed {seed}: {'correct' if right.solved else 'wrong'}")
     table = {}
     for level in levels:
         at = [r for r in runs if r["noise"] == level]
         table[f"{level:g}"] = sum(r["correct"] for r in at) / max(len(at), 1)
     return {"seeds": seeds, "time_limit": time_limit, "correct_fraction": table, "runs": runs}
+
+
+def markdown(report: dict[str, Any]) -> str:
+    """Per task and level: runs right on the clean labels of those run, and the labels flipped per run."""
+    levels = sorted({r["noise"] for r in report["runs"]})
+    tasks = list(dict.fromkeys(r["task"] for r in report["runs"]))
+    lines = [
+        "| task | " + " | ".join(f"noise {level:g}" for level in levels) + " |",
+        "|---" * (len(levels) + 1) + "|",
+    ]
+    for task in tasks:
+        cells = []
+        for level in levels:
+            at = [r for r in report["runs"] if r["task"] == task and r["noise"] == level]
+            flipped = sorted({r["flipped"] for r in at})
+            cells.append(f"{sum(r['correct'] for r in at)}/{len(at)} ({'/'.join(map(str, flipped))} flipped)")
+        lines.append(f"| {task} | " + " | ".join(cells) + " |")
+    fractions = [f"{report['correct_fraction'][f'{level:g}']:.0%}" for level in levels]
+    lines.append("| all | " + " | ".join(fractions) + " |")
+    return "\n".join(lines)

@@ -98,6 +98,22 @@ def plot_scale(report: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+def plot_noise(report: dict[str, Any], path: Path) -> None:
+    """Fraction of runs right on the clean labels against the label noise, per task and overall."""
+    fig, ax = plt.subplots(figsize=(6, 4))
+    levels = sorted({r["noise"] for r in report["runs"]})
+    for task in dict.fromkeys(r["task"] for r in report["runs"]):
+        own = [r for r in report["runs"] if r["task"] == task]
+        rates = [np.mean([r["correct"] for r in own if r["noise"] == x]) for x in levels]
+        ax.plot(levels, rates, marker="o", alpha=0.5, lw=1, label=task)
+    ax.plot(levels, [report["correct_fraction"][f"{x:g}"] for x in levels], color="black", lw=2.5, label="all")
+    ax.set(xlabel="fraction of labels flipped", ylabel="runs right on the clean labels", ylim=(-0.02, 1.02))
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    _save(fig, path)
+    plt.close(fig)
+
+
 def _save(fig, path: Path) -> None:
     """The figure in the format its suffix names, replacing ``path`` atomically (whole or absent)."""
     import io
