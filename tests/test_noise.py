@@ -1,0 +1,100 @@
+"""Noise-tolerant learning: a program wrong on at most the stated fraction of each class is accepted, the
+shortest description among them wins, and without --noise nothing changes."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+from typer.testing import CliRunner
+
+from nlndl import api
+from nlndl.bench.noise import flip
+from nlndl.cli import app
+from nlndl.compiler.crisp import BodyAtom, Rule
+from nlndl.learn import Allowance, cost
+from nlndl.verify import Score, clingo_score
+
+runner = CliRunner()
+ROOT = Path(__file__).resolve().parents[1]
+EDGES = [("a", "b"), ("b", "c"), ("c", "d"), ("d", "e"), ("e", "f"), ("a", "f"), ("b", "e")]
+
+
+def undirected(tmp_path: Path, wrong: int) -> Path:
+    """Undirected edges on six nodes, every pair an example, ``wrong`` of the positives labelled negative."""
+    nodes = "abcdef"
+    both = {(a, b) for a, b in EDGES} | {(b, a) for a, b in EDGES}
+    lines = [".decl edge(a: symbol, b: symbol)", ".decl target(a: symbol, b: symbol)", ".learn target(vars=2)"]
+    lines += [f'edge("{a}", "{b}").' for a, b in EDGES]
+    flipped = sorted(both)[:wrong]
+    for a in nodes:
+        for b in nodes:
+            positive = (a, b) in both and (a, b) not in flipped
+            lines.append(f'.{"pos" if positive else "neg"} target("{a}", "{b}").')
+    path = tmp_path / "sketch.dl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_the_allowance_is_a_fraction_of_each_class():
+    program = api.compile(ROOT / "examples/ilp/less_than/sketch.dl")
+    labels = np.concatenate([w.example_labels for w in program.worlds])
+    allowance = Allowance.of(program, 0.1)
+    assert allowance == Allowance(int(0.1 * (labels > 0.5).sum()), int(0.1 * (labels <= 0.5).sum()))
+    assert Allowance.of(program, 0.0) == Allowance()
+    score = Score(positives=10, negatives=90, true_positives=10 - allowance.missed, false_positives=allowance.derived)
+    assert allowance.admits(score)
+    score.false_positives += 1
+    assert not allowance.admits(score)
+
+
+def test_the_description_length_counts_mistakes_and_literals():
+    rule = Rule("t", (("v", "A"),), (BodyAtom("e", (("v", "A"), ("v", "B"))), BodyAtom("e", (("v", "B"), ("v", "A")))))
+    assert cost(Score(positives=5, negatives=5, true_positives=4, false_positives=2), [rule, rule]) == 3 + 6
+
+
+def test_flip_turns_a_fraction_of_positives_and_as_many_negatives_with_the_seed():
+    program = api.compile(ROOT / "examples/ilp/less_than/sketch.dl")
+    clean = np.concatenate([w.example_labels for w in program.worlds])
+    noisy, flipped = flip(program, 0.2, 3)
+    labels = np.concatenate([w.example_labels for w in noisy.worlds])
+    assert flipped == 2 * int(0.2 * (clean > 0.5).sum()) == int((labels != clean).sum())
+    assert (labels > 0.5).sum() == (clean > 0.5).sum()
+    again, _ = flip(program, 0.2, 3)
+    np.testing.assert_array_equal(np.concatenate([w.example_labels for w in again.worlds]), labels)
+    np.testing.assert_array_equal(np.concatenate([w.example_labels for w in program.worlds]), clean), "untouched"
+
+
+def test_noise_accepts_the_clean_rule_on_mislabelled_examples(tmp_path):
+    program = api.compile(undirected(tmp_path, wrong=1))
+    result = api.train(program, seed=0, noise=0.1, time_limit=60)
+    assert result.accepted and not result.solved
+    assert sorted(result.rule_texts()) == ["target(A, B) :- edge(A, B).", "target(A, B) :- edge(B, A)."]
+    assert result.score.mistakes == 1 and result.score.to_json()["f1"] < 1.0
+    assert clingo_score(program, result.rules).mistakes == 1
+
+
+def test_without_noise_a_mislabelled_example_is_not_accepted(tmp_path):
+    program = api.compile(undirected(tmp_path, wrong=1))
+    result = api.train(program, seed=0, max_iters=60)
+    assert not result.solved and not result.accepted
+
+
+def test_train_noise_exits_0_and_says_how_far_from_a_fit(tmp_path):
+    sketch = undirected(tmp_path, wrong=1)
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["train", str(sketch), "--noise", "0.1", "-D", str(out), "-q", "--time-limit", "60"])
+    assert result.exit_code == 0, result.output
+    assert "accepted under --noise 0.1" in result.output and "wrong on 1 of 36 training examples" in result.output
+    record = json.loads((out / "target.json").read_text())
+    assert record["accepted"] and not record["solved"] and record["noise"] == 0.1
+    assert runner.invoke(app, ["train", str(sketch), "--noise", "0.6"]).exit_code == 2
+
+
+def test_bench_noise_prints_the_runs_right_on_the_clean_labels(tmp_path):
+    args = ["bench", "noise", "--tasks", "dilp/undirected_edge", "--levels", "0,0.2", "--seeds", "1", "-q"]
+    result = runner.invoke(app, [*args, "--examples", str(ROOT / "examples/ilp"), "--json", str(tmp_path / "n.json")])
+    assert result.exit_code == 0, result.output
+    assert "| dilp/undirected_edge | 1/1 (0 flipped) |" in result.output
+    report = json.loads((tmp_path / "n.json").read_text())
+    assert [r["noise"] for r in report["runs"]] == [0.0, 0.2]
+    assert runner.invoke(app, ["bench", "noise", "--levels", "0.7"]).exit_code == 2
