@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 from nlndl import api
+from nlndl.bench.runtime import loss_difference
 from nlndl.runtime.chain import ChainConfig, ForwardChainer
 from nlndl.runtime.train import TrainConfig, Trainer
 
@@ -69,16 +70,6 @@ def check(sketch: str, seeds: int, seconds: float) -> dict:
         "solved": sum(r["solved"] for r in runs),
         "runs": runs,
     }
-
-
-def loss_difference(program) -> float:
-    """Largest |CPU - CUDA| per-restart loss at initialisation, the same weights on both devices."""
-    torch.manual_seed(0)
-    model = ForwardChainer(program, ChainConfig())
-    with torch.no_grad():
-        cpu = model.losses()
-        cuda = model.to("cuda").losses().cpu()
-    return float((cpu - cuda).abs().max())
 
 
 def main(out: Path, train: bool = True) -> None:

@@ -17,20 +17,10 @@ from pathlib import Path
 import torch
 
 from nlndl import api
+from nlndl.bench.runtime import loss_difference
 from nlndl.bench.scale import forest
-from nlndl.runtime.chain import ChainConfig, ForwardChainer
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def loss_difference(program) -> float:
-    """Largest |CPU - CUDA| per-restart loss at initialisation, the same weights on both devices."""
-    torch.manual_seed(0)
-    model = ForwardChainer(program, ChainConfig())
-    with torch.no_grad():
-        cpu = model.losses()
-        cuda = model.to("cuda").losses().cpu()
-    return float((cpu - cuda).abs().max())
 
 
 def main(out: Path) -> None:

@@ -216,3 +216,13 @@ def run(
                         row = {**measure(case, use_scatter=use_scatter, **args), "wait_policy": wait_policy()}
                     rows.append({**row, "load": load, "threads": torch.get_num_threads()})
     return rows
+
+
+def loss_difference(program) -> float:
+    """Largest |CPU - CUDA| per-restart loss at initialisation, the same weights on both devices."""
+    torch.manual_seed(0)
+    model = ForwardChainer(program, ChainConfig())
+    with torch.no_grad():
+        cpu = model.losses()
+        cuda = model.to("cuda").losses().cpu()
+    return float((cpu - cuda).abs().max())
