@@ -36,6 +36,8 @@ ldpc_app = typer.Typer(
     no_args_is_help=True, help="LDPC codes over the erasure channel: Tanner graphs, learned and classical decoders."
 )
 app.add_typer(ldpc_app, name="ldpc")
+kg_app = typer.Typer(no_args_is_help=True, help="Knowledge graphs given as triples (the Neural LP layout).")
+app.add_typer(kg_app, name="kg")
 
 stdout = Console(width=None if sys.stdout.isatty() else 140)  # tables stay readable in logs and pipes
 
@@ -464,6 +466,48 @@ def train_command(
             f"  wrote {output_dir / (stem + '.dl')}, {output_dir / (stem + '.lp')}, {output_dir / (stem + '.json')}"
         )
     raise typer.Exit(0 if result.solved or result.accepted else 1)
+
+
+@kg_app.command("sketch")
+def kg_sketch_command(
+    directory: Annotated[
+        Path, typer.Argument(exists=True, file_okay=False, help="facts.txt, train.txt [, valid.txt, test.txt]")
+    ],
+    target: Annotated[str, typer.Option(help="The relation to learn.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Write sketch.dl and the .facts files here.")],
+    negatives: Annotated[int, typer.Option(min=0, help="Corrupted triples per positive, as negatives.")] = 2,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the corruptions.")] = 0,
+    vars_: Annotated[int, typer.Option("--vars", min=2, max=6, help="Variables of the learned clauses.")] = 3,
+    memory_limit: Annotated[str, typer.Option(help="Refuse triple files larger than this to read.")] = "2GiB",
+) -> None:
+    """Write a sketch learning one relation of a knowledge graph from the others: facts.txt as background,
+    the target's known triples as positives, corrupted ones as negatives (open world); then nlndl train it."""
+    from nlndl.compiler.diagnostics import Diagnostics
+    from nlndl.compiler.triples import kg_sketch
+
+    limit = _size_option(memory_limit)
+    diags = Diagnostics()
+    made = kg_sketch(directory, target, diags, negatives, seed, vars_, limit)
+    if made is None:
+        _fail(diags.render())
+    files = ["sketch.dl", *(f"{name}.facts" for name in made.facts)]
+    try:
+        out = OutputDir(output)
+        out.check(files)
+
+        def write(staging: Path) -> None:
+            (staging / "sketch.dl").write_text(made.text)
+            for name, text in made.facts.items():
+                (staging / f"{name}.facts").write_text(text)
+
+        out.publish(write, expected=files)
+    except OutputError as exc:
+        _fail(str(exc))
+    typer.echo(
+        f"{output / 'sketch.dl'}: {made.relations[target]} from {len(made.facts)} relations, "
+        f"{made.positives:,} positive and {made.negatives:,} corrupted negative examples; "
+        f"learn it with: nlndl train {output / 'sketch.dl'}"
+    )
 
 
 @app.command("export")

@@ -21,6 +21,9 @@ from typing import Any
 
 import numpy as np
 
+from nlndl.compiler import triples
+from nlndl.compiler.diagnostics import Diagnostics
+
 
 def forest(n: int, seed: int = 0, sample: int | None = None) -> tuple[str, str, int]:
     """The sketch, the parent facts (tab-separated) and the number of positive examples for ``n`` people;
@@ -48,12 +51,12 @@ def forest(n: int, seed: int = 0, sample: int | None = None) -> tuple[str, str, 
 
 
 def read_triples(path: Path) -> list[tuple[str, str, str]]:
-    """(head, relation, tail) of a tab-separated triple file in the Neural LP layout."""
-    rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            head, relation, tail = line.split("\t")
-            rows.append((head, relation, tail))
+    """(head, relation, tail) of a tab-separated triple file in the Neural LP layout; ValueError with the
+    located errors of a malformed one."""
+    diags = Diagnostics()
+    rows = triples.read_triples(path, diags)
+    if diags:
+        raise ValueError(diags.render())
     return rows
 
 
