@@ -1,0 +1,91 @@
+"""Ranking entities with rules, and the knowledge-graph completion metrics: filtered MRR and Hits@k.
+
+The protocol of the rule-learning literature (Neural LP and its successors): each test triple r(h, t) is
+asked in both directions, r(h, ?) and r(?, t); every entity is a candidate, scored by the rules that derive
+it (noisy-or of their confidences, 0 where none does); candidates that are other known true triples are
+removed (filtered); the rank of the answer among the rest counts tied candidates at the mean rank of the
+tied group, so that an answer tied with many others is not ranked first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+
+Pairs = sparse.csr_matrix  # (entities, entities) 0/1: which (head, tail) pairs a rule body derives
+
+
+@dataclass
+class Metrics:
+    mrr: float
+    hits1: float
+    hits3: float
+    hits10: float
+    queries: int
+
+    def to_json(self) -> dict:
+        return {
+            "mrr": self.mrr,
+            "hits@1": self.hits1,
+            "hits@3": self.hits3,
+            "hits@10": self.hits10,
+            "queries": self.queries,
+        }
+
+
+def metrics(ranks: np.ndarray) -> Metrics:
+    """MRR and Hits@k of (mean-tie) ranks, 1 the best."""
+    ranks = np.asarray(ranks, dtype=np.float64)
+    if not ranks.size:
+        return Metrics(0.0, 0.0, 0.0, 0.0, 0)
+    return Metrics(
+        float(np.mean(1.0 / ranks)),
+        float(np.mean(ranks <= 1)),
+        float(np.mean(ranks <= 3)),
+        float(np.mean(ranks <= 10)),
+        int(ranks.size),
+    )
+
+
+def mean_rank(scores: np.ndarray, answer: int, filtered: np.ndarray) -> float:
+    """Rank of ``answer`` among ``scores`` (higher is better), the ``filtered`` candidates left out, ties
+    counted at the mean rank of the tied group."""
+    keep = np.ones(scores.size, dtype=bool)
+    keep[filtered] = False
+    keep[answer] = True
+    own = scores[answer]
+    better = int(np.count_nonzero(scores[keep] > own))
+    tied = int(np.count_nonzero(scores[keep] == own))  # the answer among them
+    return better + (tied + 1) / 2
+
+
+def noisy_or(rules: list[tuple[Pairs, float]], shape: tuple[int, int]) -> sparse.csr_matrix:
+    """Per (head, tail), 1 - prod(1 - confidence) over the rules whose body derives it."""
+    log_miss = sparse.csr_matrix(shape, dtype=np.float64)
+    for pairs, confidence in rules:
+        if confidence <= 0:
+            continue
+        log_miss = log_miss + pairs.astype(np.float64) * np.log1p(-min(confidence, 1 - 1e-9))
+    out = log_miss.copy()
+    out.data = -np.expm1(out.data)
+    return out
+
+
+def ranks(scores: sparse.csr_matrix, test: list[tuple[int, int]], known: set[tuple[int, int]]) -> np.ndarray:
+    """The ranks of every test pair (h, t) asked both ways: among the tails of h and among the heads of t,
+    the other ``known`` true pairs filtered out."""
+    by_head: dict[int, list[int]] = {}
+    by_tail: dict[int, list[int]] = {}
+    for h, t in known:
+        by_head.setdefault(h, []).append(t)
+        by_tail.setdefault(t, []).append(h)
+    columns = scores.tocsc()
+    out = []
+    for h, t in test:
+        row = scores.getrow(h).toarray().ravel()
+        out.append(mean_rank(row, t, np.array(by_head.get(h, []), dtype=np.int64)))
+        col = columns.getcol(t).toarray().ravel()
+        out.append(mean_rank(col, h, np.array(by_tail.get(t, []), dtype=np.int64)))
+    return np.array(out)
