@@ -903,6 +903,39 @@ def bench_noise(
         plot_noise(report, plot_path)
 
 
+@bench_app.command("kg")
+def bench_kg(
+    directory: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="A graph in the Neural LP layout.")],
+    relations: Annotated[
+        list[str] | None, typer.Option("--relation", help="Relations to learn (repeatable); default: every one.")
+    ] = None,
+    learn: Annotated[bool, typer.Option("--learn/--baseline-only", help="Also learn each relation with nlndl.")] = True,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the negatives, the subgraph and training.")] = 0,
+    time_limit: Annotated[float, typer.Option(min=1.0, help="Seconds of training per relation.")] = 60.0,
+    noise: Annotated[float | None, typer.Option(min=0.0, max=0.5, help="train --noise for each relation.")] = 0.1,
+    subgraph: SubgraphOption = None,
+    json_path: Annotated[Path | None, typer.Option("--json", help="Write the figures and rules as JSON.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Knowledge-graph completion on test.txt (filtered MRR, Hits@1/10, both directions, mean-rank ties): the
+    path-rule baseline and nlndl's learned rules, each ranking by rule confidence, side by side."""
+    from nlndl.bench import kg
+
+    _check_outputs(json_path)
+    if not (directory / "facts.txt").is_file() or not (directory / "test.txt").is_file():
+        _fail(f"{directory}: error: needs facts.txt, train.txt and test.txt (the Neural LP layout)")
+    names = relations or None
+    try:
+        total = len(names) if names else len(kg.Graph.read(directory).relations)
+        with progress_bar(total, quiet) as tell:
+            report = kg.run(directory, names, seed, time_limit, noise, subgraph, learn, tell)
+    except ValueError as exc:
+        _fail(f"{directory}: error: {exc}")
+    typer.echo(kg.markdown(report))
+    if json_path is not None:
+        write_json(json_path, report)
+
+
 @bench_app.command("fuzz")
 def bench_fuzz(
     inputs: Annotated[int, typer.Option(min=1, help="Fuzz inputs to run.")] = 10_000,

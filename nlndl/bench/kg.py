@@ -10,8 +10,12 @@ derive them (nlndl.ranking), filtered, both directions, mean-rank ties.
 
 from __future__ import annotations
 
+import tempfile
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy import sparse
@@ -96,23 +100,16 @@ def path_rules(graph: Graph, target: str) -> list[tuple[str, sparse.csr_matrix, 
     return out
 
 
-def rule_pairs(graph: Graph, rules: list[Rule], target_ident: str, names: dict[str, str]) -> list[sparse.csr_matrix]:
-    """Each learned rule's derived (head, tail) pairs on facts + train, by the crisp evaluator; ``names``
-    maps the graph's relation names to the sketch's identifiers."""
-    db = {
-        names[r]: {(graph.entities[h], graph.entities[t]) for h, t in graph.pairs(r, ("facts", "train"))}
-        for r in graph.relations
-    }
+def rule_pairs(graph: Graph, rules: list[Rule], names: dict[str, str]) -> list[sparse.csr_matrix]:
+    """Each learned rule's derived (head, tail) pairs on facts + train, by the crisp evaluator over entity
+    indices; ``names`` maps the graph's relation names to the sketch's identifiers (rules over variables:
+    a constant in a learned rule is the sketch's, which the graph does not share)."""
+    db = {names[r]: graph.pairs(r, ("facts", "train")) for r in graph.relations}
     out = []
     for rule in rules:
         alone = Rule("derived__", rule.head_args, rule.body)
         model = evaluate({k: set(v) for k, v in db.items()}, [alone])
-        pairs = {
-            (graph.index[h], graph.index[t])
-            for h, t in model.get("derived__", ())
-            if h in graph.index and t in graph.index
-        }
-        out.append(graph.matrix(pairs))
+        out.append(graph.matrix(set(model.get("derived__", set()))))
     return out
 
 
@@ -128,3 +125,109 @@ def evaluate_rules(graph: Graph, target: str, rules: list[tuple[sparse.csr_matri
 def baseline(graph: Graph, target: str) -> Metrics:
     mined = path_rules(graph, target)
     return evaluate_rules(graph, target, [(pairs, conf) for _, pairs, conf in mined])
+
+
+def learned(
+    directory: Path,
+    graph: Graph,
+    target: str,
+    seed: int,
+    time_limit: float,
+    noise: float | None,
+    subgraph: int | None,
+) -> dict[str, Any]:
+    """nlndl on one relation: ``kg sketch`` (2 corrupted negatives per positive), compile, train; its rules
+    ranked with their confidences on facts + train."""
+    from nlndl import api
+    from nlndl.compiler.triples import kg_sketch
+
+    diags = Diagnostics()
+    made = kg_sketch(directory, target, diags, seed=seed)
+    if made is None:
+        raise ValueError(diags.render())
+    with tempfile.TemporaryDirectory(prefix="nlndl-kg-") as tmp:
+        (Path(tmp) / "sketch.dl").write_text(made.text)
+        for name, text in made.facts.items():
+            (Path(tmp) / f"{name}.facts").write_text(text)
+        start = time.perf_counter()
+        program = api.compile(Path(tmp) / "sketch.dl", seed=seed, subgraph=subgraph)
+        result = api.train(program, seed=seed, time_limit=time_limit, noise=noise)
+        seconds = time.perf_counter() - start
+    known = graph.matrix(graph.pairs(target, ("facts", "train")))
+    pairs = rule_pairs(graph, result.rules, made.relations)
+    scored = [(p, confidence(p, known)[0]) for p in pairs]
+    test = sorted(graph.pairs(target, ("test",)))
+    n = len(graph.entities)
+    found = ranks(noisy_or(scored, (n, n)), test, graph.pairs(target, SPLITS))
+    return {
+        "rules": result.rule_texts(),
+        "confidences": [round(c, 4) for _, c in scored],
+        "accepted": result.accepted,
+        "iterations": result.iterations,
+        "seconds": round(seconds, 2),
+        "ranks": found.tolist(),
+    }
+
+
+def run(
+    directory: Path,
+    relations: list[str] | None,
+    seed: int,
+    time_limit: float,
+    noise: float | None,
+    subgraph: int | None,
+    learn: bool,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Per relation the baseline's metrics and, with ``learn``, nlndl's; both over all relations (micro)."""
+    graph = Graph.read(directory)
+    chosen = relations or graph.relations
+    unknown = sorted(set(chosen) - set(graph.relations))
+    if unknown:
+        raise ValueError(f"no relation {unknown[0]!r} in {directory} (it has {', '.join(graph.relations)})")
+    rows, base_all, nln_all = [], [], []
+    n = len(graph.entities)
+    for target in chosen:
+        if progress:
+            progress(target)
+        start = time.perf_counter()
+        mined = path_rules(graph, target)
+        test = sorted(graph.pairs(target, ("test",)))
+        base = ranks(noisy_or([(p, c) for _, p, c in mined], (n, n)), test, graph.pairs(target, SPLITS))
+        row: dict[str, Any] = {"relation": target, "test": len(test), "baseline": metrics(base).to_json()}
+        row["baseline"]["seconds"] = round(time.perf_counter() - start, 2)
+        base_all.append(base)
+        if learn:
+            own = learned(directory, graph, target, seed, time_limit, noise, subgraph)
+            found = np.array(own.pop("ranks"))
+            row["nlndl"] = {**metrics(found).to_json(), **own}
+            nln_all.append(found)
+        rows.append(row)
+    out = {"data": directory.name, "relations": rows, "baseline": metrics(np.concatenate(base_all)).to_json()}
+    if learn:
+        out["nlndl"] = metrics(np.concatenate(nln_all)).to_json()
+    return out
+
+
+def markdown(report: dict[str, Any]) -> str:
+    """Per relation and over all: MRR and Hits@k of the baseline and (if run) nlndl, and nlndl's rules."""
+    learn = "nlndl" in report
+    head = "| relation | test | baseline MRR | H@1 | H@10 |" + (
+        " nlndl MRR | H@1 | H@10 | s | rules |" if learn else ""
+    )
+    lines = [head, "|---" * (head.count("|") - 1) + "|"]
+
+    def cells(m: dict[str, Any]) -> list[str]:
+        return [f"{m['mrr']:.3f}", f"{m['hits@1']:.3f}", f"{m['hits@10']:.3f}"]
+
+    for row in report["relations"]:
+        line = [row["relation"], str(row["test"]), *cells(row["baseline"])]
+        if learn:
+            own = row["nlndl"]
+            line += [*cells(own), f"{own['seconds']:.0f}", "<br>".join(f"`{r}`" for r in own["rules"]) or "-"]
+        lines.append("| " + " | ".join(line) + " |")
+    total = ["all", str(report["baseline"]["queries"] // 2), *cells(report["baseline"])]
+    if learn:
+        total += [*cells(report["nlndl"]), "", ""]
+    lines.append("| " + " | ".join(total) + " |")
+    return "\n".join(lines)
