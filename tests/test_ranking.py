@@ -1,0 +1,95 @@
+"""Knowledge-graph completion metrics: filtered mean-tie ranks both ways, the path-rule baseline, and the
+ranking of learned rules, on small graphs written here."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import sparse
+from typer.testing import CliRunner
+
+from nlndl.bench import kg
+from nlndl.cli import app
+from nlndl.compiler.crisp import BodyAtom, Rule
+from nlndl.ranking import mean_rank, metrics, noisy_or, ranks
+
+runner = CliRunner()
+
+
+def test_ties_count_at_the_mean_rank_of_the_tied_group():
+    scores = np.array([0.0, 0.5, 0.5, 0.5, 0.9])
+    assert mean_rank(scores, 1, np.array([], dtype=np.int64)) == 1 + (3 + 1) / 2  # one better, three tied
+    assert mean_rank(scores, 4, np.array([], dtype=np.int64)) == 1
+    assert mean_rank(scores, 1, np.array([4, 2])) == 1.5, "filtered candidates are left out"
+    assert mean_rank(np.zeros(101), 7, np.array([], dtype=np.int64)) == 51, "underived: the middle, not first"
+
+
+def test_metrics_of_ranks():
+    m = metrics(np.array([1.0, 2.0, 4.0, 20.0]))
+    assert m.mrr == pytest.approx((1 + 1 / 2 + 1 / 4 + 1 / 20) / 4)
+    assert (m.hits1, m.hits3, m.hits10, m.queries) == (0.25, 0.5, 0.75, 4)
+
+
+def test_noisy_or_combines_the_rules_deriving_a_pair():
+    a = sparse.csr_matrix(np.array([[0, 1], [0, 0]], dtype=np.int8))
+    b = sparse.csr_matrix(np.array([[0, 1], [1, 0]], dtype=np.int8))
+    scores = noisy_or([(a, 0.5), (b, 0.2)], (2, 2)).toarray()
+    np.testing.assert_allclose(scores, [[0, 1 - 0.5 * 0.8], [0.2, 0]])
+
+
+def test_ranks_ask_both_directions_and_filter_known_pairs():
+    scores = sparse.csr_matrix(np.array([[0, 0.9, 0.8], [0, 0, 0.8], [0.7, 0, 0]]))
+    found = ranks(scores, [(0, 2)], known={(0, 1), (0, 2)})
+    assert found.tolist() == [1.0, 1.5]  # tail of 0: (0, 1) filtered out; head of 2: 0 tied with 1
+
+
+def graph(tmp_path: Path) -> Path:
+    """aunt = sister of a parent, over eight families; two families' aunt triples held out for test."""
+    facts, train, test = [], [], []
+    for f in range(8):
+        mother, sister, kids = f"m{f}", f"s{f}", [f"k{f}a", f"k{f}b"]
+        facts += [f"{mother}\tsister\t{sister}", f"{sister}\tsister\t{mother}"]
+        facts += [f"{mother}\tparent\t{k}" for k in kids]
+        (train if f < 6 else test).extend(f"{sister}\taunt\t{k}" for k in kids)
+    directory = tmp_path / "kg"
+    directory.mkdir()
+    for name, rows in (("facts", facts), ("train", train), ("test", test)):
+        (directory / f"{name}.txt").write_text("".join(r + "\n" for r in rows))
+    return directory
+
+
+def test_the_baseline_mines_sister_of_parent_and_ranks_the_held_out_triples_first(tmp_path):
+    g = kg.Graph.read(graph(tmp_path))
+    mined = {text: conf for text, _, conf in kg.path_rules(g, "aunt")}
+    assert mined["aunt(X,Y) :- sister(X,Z), parent(Z,Y)"] == 12 / 16  # the test pairs are not known
+    m = kg.baseline(g, "aunt")
+    assert m.queries == 8 and m.mrr == 1.0
+
+
+def test_learned_rules_are_ranked_by_their_confidence(tmp_path):
+    g = kg.Graph.read(graph(tmp_path))
+    names = {r: r for r in g.relations}
+    good = Rule(
+        "aunt",
+        (("v", "A"), ("v", "B")),
+        (BodyAtom("sister", (("v", "A"), ("v", "C"))), BodyAtom("parent", (("v", "C"), ("v", "B")))),
+    )
+    pairs = kg.rule_pairs(g, [good], names)
+    assert kg.confidence(pairs[0], g.matrix(g.pairs("aunt", ("facts", "train"))))[0] == pytest.approx(12 / 16)
+    assert kg.evaluate_rules(g, "aunt", [(pairs[0], 0.75)]).mrr == 1.0
+    assert kg.evaluate_rules(g, "aunt", []).mrr < 0.2, "no rule: every candidate tied"
+
+
+def test_bench_kg_learns_and_ranks_side_by_side(tmp_path):
+    directory = graph(tmp_path)
+    out = tmp_path / "kg.json"
+    args = ["bench", "kg", str(directory), "--relation", "aunt", "--time-limit", "30", "--json", str(out), "-q"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    (row,) = report["relations"]
+    assert row["baseline"]["mrr"] == 1.0 and row["nlndl"]["mrr"] == 1.0
+    assert "| aunt | 4 | 1.000 |" in result.output
+    missing = runner.invoke(app, ["bench", "kg", str(directory), "--relation", "uncle", "--baseline-only"])
+    assert missing.exit_code == 1 and "no relation 'uncle'" in missing.output
