@@ -1,7 +1,9 @@
 """Learning rules for a compiled program: train the forward chainer, extract, simplify, verify.
 
 A restart counts as solved only when its extracted, simplified rules entail every positive example
-and no negative one both in nlndl's crisp evaluator and in clingo.
+and no negative one both in nlndl's crisp evaluator and in clingo (trained on subgraphs: clingo on the
+whole worlds too). With ``noise``, rules clingo finds wrong on at most that fraction of each class are
+accepted instead, the shortest description winning, and the result says how far they are from a fit.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ class LearnConfig:
     threshold: float = 0.5  # membership above which an atom or term is read as selected
     device: str = "cpu"
     memory_limit: int | None = None  # bytes: fit training to it (runtime.budget.fit_training), else BudgetError
-    noise: float | None = None  # accept a program wrong on at most this fraction of the training examples
+    noise: float | None = None  # accept a program wrong on at most this fraction of each class of examples
     noise_patience: int = NOISE_PATIENCE  # iterations: with noise, stop once the best accepted has not improved
 
 
@@ -214,8 +216,9 @@ class Learner:
         ``PRUNED_PER_CHECK`` with the lowest loss, whose superfluous clauses and body atoms are dropped
         (:func:`drop_parts`); the others, and those that dropping brings within the allowance, have their
         rules extracted, evaluated by the crisp evaluator, simplified and verified by clingo. With noise, a
-        program clingo finds within the allowance is accepted, the best (fewest mistakes, then fewest
-        literals) kept; the run ends when it has not improved for ``noise_patience`` iterations."""
+        program clingo finds within the allowance (:class:`Allowance`) is accepted, the one with the shortest
+        description kept (:func:`cost`); the run ends when it has not improved for ``noise_patience``
+        iterations."""
         threshold = self.config.threshold
         self.checks += 1
         missed, derived = self.mistakes(model)
