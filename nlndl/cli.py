@@ -857,13 +857,20 @@ def bench_scale(
         raise typer.Exit(2)
     with progress_bar(len(numbers), quiet) as tell:
         report = scale.run(numbers, seed, train, time_limit, tell, sample, subgraph)
-    typer.echo(scale.markdown(report))
+    _publish_report(scale.markdown(report), report, json_path, plot_path, "plot_scale")
+
+
+def _publish_report(
+    table: str, report: dict, json_path: Path | None, plot_path: Path | None = None, plot: str = ""
+) -> None:
+    """A bench's table on stdout, then its JSON and its figure (``nlndl.bench.plot.<plot>``) where asked."""
+    typer.echo(table)
     if json_path is not None:
         write_json(json_path, report)
     if plot_path is not None:
-        from nlndl.bench.plot import plot_scale
+        from nlndl.bench import plot as plots
 
-        plot_scale(report, plot_path)
+        getattr(plots, plot)(report, plot_path)
 
 
 @bench_app.command("noise")
@@ -894,13 +901,7 @@ def bench_noise(
         raise typer.Exit(2)
     with progress_bar(len(chosen) * len(fractions) * seeds, quiet) as tell:
         report = noise.run(examples, chosen, tuple(fractions), seeds, time_limit, tell)
-    typer.echo(noise.markdown(report))
-    if json_path is not None:
-        write_json(json_path, report)
-    if plot_path is not None:
-        from nlndl.bench.plot import plot_noise
-
-        plot_noise(report, plot_path)
+    _publish_report(noise.markdown(report), report, json_path, plot_path, "plot_noise")
 
 
 @bench_app.command("kg")
@@ -931,9 +932,7 @@ def bench_kg(
             report = kg.run(directory, names, seed, time_limit, noise, subgraph, learn, tell)
     except ValueError as exc:
         _fail(f"{directory}: error: {exc}")
-    typer.echo(kg.markdown(report))
-    if json_path is not None:
-        write_json(json_path, report)
+    _publish_report(kg.markdown(report), report, json_path)
 
 
 @bench_app.command("fuzz")
