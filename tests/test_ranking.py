@@ -90,6 +90,7 @@ def test_bench_kg_learns_and_ranks_side_by_side(tmp_path):
     report = json.loads(out.read_text())
     (row,) = report["relations"]
     assert row["baseline"]["mrr"] == 1.0 and row["nlndl"]["mrr"] == 1.0
+    assert row["nlndl"]["test_precision"] == 1.0 and row["nlndl"]["test_recall"] == 1.0
     assert "| aunt | 4 | 1.000 |" in result.output
     missing = runner.invoke(app, ["bench", "kg", str(directory), "--relation", "uncle", "--baseline-only"])
     assert missing.exit_code == 1 and "no relation 'uncle'" in missing.output
