@@ -128,6 +128,12 @@ def ground_worlds(
     return out
 
 
+def readable(checked: Checked) -> set[str]:
+    """Every relation the learned rules can read or write: the learned ones, their body predicates and
+    functions (the relations a world's valuation lays out and a check needs the facts of)."""
+    return set(checked.learned) | {q for s in checked.learned.values() for q in (*s.body, *s.functions)}
+
+
 def world_domains(checked: Checked, db: Database, atoms: list[examples.Example]) -> dict[str, list[int]]:
     """Per type, the constants that occur at an argument of that type in a fact or an example, ascending; a
     subtype's constants belong to every type above it."""
@@ -527,8 +533,8 @@ def lower(
     ``layout_kind``: dense, sparse, or auto (sparse where the dense valuation passes DENSE_ATOMS); ``seed``
     draws the sampled closed-world negatives."""
     learned = set(checked.learned)
-    used = learned | {q for s in checked.learned.values() for q in (*s.body, *s.functions)}
-    relations = [r for r in checked.relations if r in used]  # everything the learned rules can read
+    used = readable(checked)
+    relations = [r for r in checked.relations if r in used]
     for p, spec in checked.learned.items():
         count = count_inputs(spec, checked)
         if count > MAX_INPUTS:

@@ -17,7 +17,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import breadth_first_order
 
 from nlndl.compiler.check import Checked
-from nlndl.compiler.ground import GroundWorld, world_domains
+from nlndl.compiler.ground import GroundWorld, readable, world_domains
 from nlndl.compiler.ir import WholeWorld
 
 MIN_ENTITIES = 2  # a subgraph smaller than this holds no binary atom worth learning from
@@ -90,7 +90,7 @@ def whole_world(checked: Checked, world: GroundWorld, sampled: GroundWorld) -> W
     """What verification needs of a world the training saw a subgraph of: the facts of every relation the
     learned rules can read, the given examples (constant ids, labels), and each closed predicate's grid."""
     learned = set(checked.learned)
-    read = {q for s in checked.learned.values() for q in (*s.body, *s.functions)} - learned
+    read = readable(checked) - learned
     arrays: dict[str, np.ndarray] = {}
     for name in sorted(read):
         arity = len(checked.relations[name].attributes)

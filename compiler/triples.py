@@ -32,6 +32,17 @@ def read_triples(path: Path, diags: Diagnostics, memory_limit: int | None = None
     return [(str(h), str(r), str(t)) for h, r, t in rows]
 
 
+def read_splits(directory: Path, diags: Diagnostics, memory_limit: int | None = None) -> dict[str, list[Triple]]:
+    """Each split's triples: facts.txt and train.txt, and valid.txt and test.txt where present (empty where not);
+    malformed lines are located errors in ``diags``."""
+    split: dict[str, list[Triple]] = {name: [] for name in SPLITS}
+    for name in SPLITS:
+        path = directory / f"{name}.txt"
+        if name in ("facts", "train") or path.exists():
+            split[name] = read_triples(path, diags, memory_limit)
+    return split
+
+
 def identifiers(names: list[str]) -> dict[str, str]:
     """A distinct Datalog identifier for each relation name: itself where it is one, else with every other
     character made ``_`` (and ``r_`` in front where it would not start as an identifier)."""
@@ -96,14 +107,11 @@ def kg_sketch(
     seed: int = 0,
     vars: int = 3,  # noqa: A002
     memory_limit: int | None = None,
+    splits: dict[str, list[Triple]] | None = None,
 ) -> KGSketch | None:
     """The sketch (None, with located errors in ``diags``, when the files cannot be read or the target is
-    not a relation of the graph)."""
-    split = {name: [] for name in SPLITS}
-    for name in SPLITS:
-        path = directory / f"{name}.txt"
-        if name in ("facts", "train") or path.exists():
-            split[name] = read_triples(path, diags, memory_limit)
+    not a relation of the graph); ``splits``: the triples :func:`read_splits` read, if already read."""
+    split = splits if splits is not None else read_splits(directory, diags, memory_limit)
     if diags:
         return None
     names = sorted({r for rows in split.values() for _, r, _ in rows})

@@ -457,7 +457,7 @@ def train_command(
         if result.accepted and not result.solved:
             typer.echo(
                 f"  wrong on {score.mistakes:,} of {score.positives + score.negatives:,} training examples "
-                f"({score.positives - score.true_positives:,} positives missed, {score.false_positives:,} negatives "
+                f"({score.false_negatives:,} positives missed, {score.false_positives:,} negatives "
                 f"derived): precision {score.precision:.3f}, recall {score.recall:.3f}, F1 {score.f1:.3f}"
             )
         elif not result.solved:
@@ -583,7 +583,7 @@ def check_command(
         typer.echo(f"  missing: {atom}")
     for atom in score.wrong:
         typer.echo(f"  wrong:   {atom}")
-    unlisted = score.positives - score.true_positives - len(score.missed)
+    unlisted = score.false_negatives - len(score.missed)
     unlisted += score.false_positives - len(score.wrong)
     if unlisted:
         typer.echo(f"  ... and {unlisted:,} more")

@@ -167,7 +167,7 @@ class Allowance:
         return cls(math.floor(noise * positives + 1e-9), math.floor(noise * (labels.size - positives) + 1e-9))
 
     def admits(self, score: Score) -> bool:
-        return score.positives - score.true_positives <= self.missed and score.false_positives <= self.derived
+        return score.false_negatives <= self.missed and score.false_positives <= self.derived
 
 
 def size(rules: list[Rule]) -> int:
@@ -204,10 +204,6 @@ class Learner:
             missed, derived = model.crisp_mistakes(self.config.threshold)
             self.counted = (key, (missed.cpu(), derived.cpu()))
         return self.counted[1]
-
-    def candidate(self, model: ForwardChainer, restart: int) -> tuple[list[Rule], Score]:
-        rules = self.rules(model, restart)
-        return rules, crisp_score(self.program, rules)
 
     def check(self, model: ForwardChainer, losses: torch.Tensor) -> int | None:
         """A winning restart, if any. Restarts whose crisp program misclassifies more examples than allowed
@@ -278,9 +274,8 @@ class Learner:
         """Whether simplifying ``rules`` (scored ``base``) to ``trial`` keeps, with noise, each class's mistakes
         within the allowance (or no worse than before where they were not) and the description no longer."""
         score = crisp_score(self.program, trial)
-        missed = score.positives - score.true_positives
         return (
-            missed <= max(self.allowance.missed, base.positives - base.true_positives)
+            score.false_negatives <= max(self.allowance.missed, base.false_negatives)
             and score.false_positives <= max(self.allowance.derived, base.false_positives)
             and cost(score, trial) <= cost(base, rules)
         )
@@ -330,7 +325,7 @@ class Learner:
         training saw subgraphs, its clingo score on the whole worlds."""
         if self.accepted is not None:
             return self.accepted[1], self.accepted[2]
-        rules, score = self.candidate(model, 0) if self.best is None else self.best[1:]
+        rules, score = (self.rules(model, 0), None) if self.best is None else self.best[1:]
         if self.program.whole:
             return rules, self.whole_score(rules)
         return rules, score if score is not None else crisp_score(self.program, rules)

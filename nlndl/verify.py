@@ -50,9 +50,14 @@ class Score:
         return 2 * self.precision * self.recall / both if both else 0.0
 
     @property
+    def false_negatives(self) -> int:
+        """Positive examples not derived."""
+        return self.positives - self.true_positives
+
+    @property
     def mistakes(self) -> int:
         """Examples misclassified: positives not derived and negatives derived."""
-        return self.positives - self.true_positives + self.false_positives
+        return self.false_negatives + self.false_positives
 
     @property
     def accuracy(self) -> float:

@@ -22,7 +22,7 @@ from scipy import sparse
 
 from nlndl.compiler.crisp import Rule, evaluate
 from nlndl.compiler.diagnostics import Diagnostics
-from nlndl.compiler.triples import SPLITS, read_triples
+from nlndl.compiler.triples import SPLITS, Triple, read_splits
 from nlndl.ranking import Metrics, metrics, noisy_or, ranks
 
 MIN_SUPPORT = 1  # known pairs a mined rule must derive to be kept
@@ -34,18 +34,19 @@ class Graph:
 
     entities: list[str]
     index: dict[str, int]
+    triples: dict[str, list[Triple]]  # per split, as read
     splits: dict[str, dict[str, list[tuple[int, int]]]] = field(default_factory=dict)
 
     @classmethod
     def read(cls, directory: Path) -> Graph:
         """Read facts, train, valid and test (those present); ValueError with the located errors."""
         diags = Diagnostics()
-        raw = {s: read_triples(directory / f"{s}.txt", diags) for s in SPLITS if (directory / f"{s}.txt").exists()}
+        raw = read_splits(directory, diags)
         if diags:
             raise ValueError(diags.render())
         names = sorted({e for rows in raw.values() for h, _, t in rows for e in (h, t)})
         index = {e: i for i, e in enumerate(names)}
-        graph = cls(names, index)
+        graph = cls(names, index, raw)
         for split, rows in raw.items():
             by: dict[str, list[tuple[int, int]]] = {}
             for h, r, t in rows:
@@ -142,7 +143,7 @@ def learned(
     from nlndl.compiler.triples import kg_sketch
 
     diags = Diagnostics()
-    made = kg_sketch(directory, target, diags, seed=seed)
+    made = kg_sketch(directory, target, diags, seed=seed, splits=graph.triples)
     if made is None:
         raise ValueError(diags.render())
     with tempfile.TemporaryDirectory(prefix="nlndl-kg-") as tmp:
