@@ -21,9 +21,9 @@ from nlndl.compiler.steps import default_steps
 from nlndl.compiler.subgraph import MIN_ENTITIES, whole_world
 from nlndl.compiler.subgraph import subgraph as sample
 from nlndl.compiler.symbols import SymbolTable
+from nlndl.defaults import COMPILE_MEMORY_BYTES, LAYOUTS
 
-DEFAULT_MEMORY_LIMIT = 2 * 1024**3
-LAYOUTS = ("auto", "dense", "sparse")  # valuation layouts (compiler.layout)
+DEFAULT_MEMORY_LIMIT = COMPILE_MEMORY_BYTES
 
 __all__ = ["CompileError", "CompiledProgram", "compile_sketch", "default_steps"]
 

@@ -14,6 +14,7 @@ from nlndl.compiler import ast
 from nlndl.compiler.depgraph import Strata, build_graph, stratify
 from nlndl.compiler.diagnostics import CompileError, Diagnostics, Span
 from nlndl.compiler.ir import AMALGAMATIONS
+from nlndl.defaults import MAX_STEPS
 
 BASE_TYPES = ("symbol", "number")
 # Names that Soufflé or clingo treat specially; a predicate so named would not export unchanged.
@@ -81,7 +82,6 @@ LEARN_KEYS = {
 PRUNE_MODES = ("auto", "extensional", "none")
 MAX_VARS = 32  # variables of a learned clause: |D|^vars substitutions
 MAX_TERMS = 4096  # conjunctions (DNF) or disjunctions (CNF) per learned predicate
-MAX_STEPS = 10_000  # forward-chaining steps
 FORMS = ("dnf", "cnf")
 
 

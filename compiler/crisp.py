@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import networkx as nx
 
+from nlndl.compiler.depgraph import build_graph, stratify
+
 Arg = tuple[str, int | str]  # ("v", name) or ("c", constant id)
 Database = dict[str, set[tuple[int, ...]]]
 
@@ -33,17 +35,12 @@ class Rule:
 
 def _strata(rules: list[Rule]) -> list[list[Rule]]:
     """Rules grouped by the SCC of their head, in dependency order (assumes a stratifiable program)."""
-    graph = nx.DiGraph()
-    for rule in rules:
-        graph.add_node(rule.head)
-        for atom in rule.body:
-            graph.add_edge(atom.predicate, rule.head)
-    condensed = nx.condensation(graph)
-    mapping = condensed.graph["mapping"]
-    order = {comp: i for i, comp in enumerate(nx.topological_sort(condensed))}
+    edges = [(atom.predicate, rule.head, atom.negated) for rule in rules for atom in rule.body]
+    predicates = sorted({rule.head for rule in rules} | {edge[0] for edge in edges})
+    rank = {p: i for i, component in enumerate(stratify(build_graph(edges, predicates)).order) for p in component}
     groups: dict[int, list[Rule]] = defaultdict(list)
     for rule in rules:
-        groups[order[mapping[rule.head]]].append(rule)
+        groups[rank[rule.head]].append(rule)
     return [groups[k] for k in sorted(groups)]
 
 

@@ -1,7 +1,8 @@
 """The predicate dependency graph: strongly connected components, strata, recursive predicates.
 
 An edge q -> p says p's definition reads q (``negative`` if through negation). Learned predicates
-depend on every predicate their body may use. Computed once per checked program.
+depend on every predicate their body may use. The one place that computes components: the checker (once per
+sketch), the crisp evaluator (per rule set) and the default number of steps all ask it.
 """
 
 from __future__ import annotations
@@ -51,3 +52,9 @@ def stratify(graph: nx.DiGraph) -> Strata:
     ordered = nx.lexicographical_topological_sort(condensed, key=lambda c: min(components[c]))
     order = tuple(tuple(sorted(components[c])) for c in ordered)
     return Strata(order, frozenset(recursive), tuple(sorted(bad)))
+
+
+def layers(graph: nx.DiGraph) -> int:
+    """Components on the longest dependency chain (each recursive component counted once); 1 for no nodes."""
+    condensed = nx.condensation(graph)
+    return nx.dag_longest_path_length(condensed) + 1 if len(condensed) else 1

@@ -16,10 +16,7 @@ import numpy as np
 from safetensors import SafetensorError
 from safetensors.numpy import load_file, save_file
 
-FORMAT = "nlndl-program/3"
-# /1 is /2 without sparse layouts and closed predicates (its closed worlds were all listed as examples);
-# /2 is /3 without whole worlds (training on a subgraph)
-READABLE = ("nlndl-program/1", "nlndl-program/2", FORMAT)
+FORMAT = "nlndl-program/3"  # the only layout read back: a program saved by an older nlndl is compiled again
 
 
 @dataclass
@@ -261,7 +258,7 @@ class CompiledProgram:
         try:
             meta = json.loads((path / "program.json").read_text())
             arrays = load_file(str(path / "arrays.safetensors"))
-            if not isinstance(meta, dict) or meta.get("format") not in READABLE:
+            if not isinstance(meta, dict) or meta.get("format") != FORMAT:
                 found = meta.get("format") if isinstance(meta, dict) else None
                 raise ValueError(f"unknown format {found!r}, expected {FORMAT}")
             return cls._from_saved(meta, arrays)
@@ -275,8 +272,7 @@ class CompiledProgram:
                 **{
                     **v,
                     "var_types": tuple(v["var_types"]),
-                    # programs saved before "negated" existed negated every candidate atom
-                    "negated": tuple(v.get("negated", sorted({a["predicate"] for a in v["inputs"]}))),
+                    "negated": tuple(v["negated"]),
                     "inputs": [InputAtom(a["predicate"], tuple(a["vars"]), tuple(a["funcs"])) for a in v["inputs"]],
                 }
             )
@@ -285,14 +281,14 @@ class CompiledProgram:
         worlds = []
         for i, w in enumerate(meta["worlds"]):
             layout = {
-                k: RelationLayout(v["offset"], tuple(v["shape"]), tuple(v["types"]), v.get("atoms"))
+                k: RelationLayout(v["offset"], tuple(v["shape"]), tuple(v["types"]), v["atoms"])
                 for k, v in w["layout"].items()
             }
             prefix = f"{i}/"
             own = {k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)}
             worlds.append(WorldIR(w["name"], w["atoms"], layout, w["domains"], w["substitutions"], w["pruned"], own))
         whole = []
-        for i, w in enumerate(meta.get("whole", [])):
+        for i, w in enumerate(meta["whole"]):
             prefix = f"whole/{i}/"
             own = {k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)}
             whole.append(WholeWorld(w["name"], w["entities"], w["sampled"], dict(w["closed"]), own))
@@ -308,7 +304,7 @@ class CompiledProgram:
             [tuple(d) for d in meta["dependencies"]],
             worlds,
             meta["types"],
-            list(meta.get("closed", [])),
+            list(meta["closed"]),
             whole,
         )
 

@@ -1,74 +1,19 @@
 """Writing learned programs as Datalog that real engines run: Soufflé ``.dl`` and clingo ``.lp``.
 
-Names that either engine would misread (a relation starting with an upper-case letter is a variable
-to clingo) are mangled, and the mapping is recorded in a header comment. Negation is ``!`` in
-Soufflé and ``not`` in clingo. Facts go to separate files per world, so the rules file is the program.
+Names that either engine would misread are mangled (:class:`nlndl.datalog.Names`), and the mapping is recorded
+in a header comment. Facts go to separate files per world, so the rules file is the program.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from nlndl import __version__
-from nlndl.compiler.crisp import Database, Rule
+from nlndl.compiler.crisp import Rule
 from nlndl.compiler.ir import CompiledProgram
 from nlndl.compiler.symbols import SymbolTable
-from nlndl.extract import render
-
-SAFE = re.compile(r"^[a-z][A-Za-z0-9_]*$")
-
-
-@dataclass
-class Names:
-    """Relation name -> a name valid in Soufflé and clingo (identity where already valid)."""
-
-    forward: dict[str, str] = field(default_factory=dict)
-
-    @classmethod
-    def for_program(cls, program: CompiledProgram) -> Names:
-        forward: dict[str, str] = {}
-        taken = {n for n in program.relations if SAFE.match(n)}
-        for name in program.relations:
-            if SAFE.match(name):
-                forward[name] = name
-                continue
-            candidate, i = "r_" + name.lstrip("_"), 1
-            while candidate in taken:
-                candidate, i = f"r{i}_{name.lstrip('_')}", i + 1
-            taken.add(candidate)
-            forward[name] = candidate
-        return cls(forward)
-
-    def __call__(self, name: str) -> str:
-        return self.forward.get(name, name)
-
-    def original(self, mangled: str) -> str:
-        for name, out in self.forward.items():
-            if out == mangled:
-                return name
-        return mangled
-
-    def header(self, comment: str) -> list[str]:
-        changed = [f"{a} -> {b}" for a, b in self.forward.items() if a != b]
-        return [f"{comment} names changed for Soufflé/clingo: {', '.join(changed)}"] if changed else []
-
-
-def _facts_lines(facts: Database, symbols: SymbolTable, names: Names) -> list[str]:
-    lines = []
-    for name in sorted(facts):
-        for fact in sorted(facts[name]):
-            args = ",".join(symbols.render(c) for c in fact)
-            lines.append(f"{names(name)}({args}).")
-    return lines
-
-
-def render_clingo_program(facts: Database, rules: list[Rule], symbols: SymbolTable, names: Names) -> str:
-    """Facts and rules as one clingo program (used for verification)."""
-    lines = _facts_lines(facts, symbols, names)
-    lines += [render(r, negation="not ", names=names) for r in rules]
-    return "\n".join(lines) + "\n"
+from nlndl.datalog import Names, facts_lines, render
+from nlndl.verify import checked_worlds
 
 
 def used_relations(program: CompiledProgram, rules: list[Rule]) -> list[str]:
@@ -78,7 +23,7 @@ def used_relations(program: CompiledProgram, rules: list[Rule]) -> list[str]:
 
 
 def souffle_text(program: CompiledProgram, rules: list[Rule], origin: str) -> str:
-    names = Names.for_program(program)
+    names, symbols = Names.for_program(program), SymbolTable.from_json(program.symbols)
     lines = [f"// Learned by nlndl {__version__} from {origin} (sketch sha256 {program.sketch_hash[:16]}...)"]
     lines += names.header("//")
     relations = used_relations(program, rules)
@@ -90,16 +35,16 @@ def souffle_text(program: CompiledProgram, rules: list[Rule], origin: str) -> st
     lines += [f".input {names(n)}" for n in relations if n not in program.learned]
     lines += [f".output {names(n)}" for n in relations if n in program.learned]
     lines.append("")
-    lines += [render(r, negation="!", names=names) for r in rules]
+    lines += [render(r, "!", names, symbols) for r in rules]
     return "\n".join(lines) + "\n"
 
 
 def clingo_text(program: CompiledProgram, rules: list[Rule], origin: str) -> str:
-    names = Names.for_program(program)
+    names, symbols = Names.for_program(program), SymbolTable.from_json(program.symbols)
     lines = [f"% Learned by nlndl {__version__} from {origin} (sketch sha256 {program.sketch_hash[:16]}...)"]
     lines += names.header("%")
     lines.append("% facts: one <name>.<world>.facts.lp file per world")
-    lines += [render(r, negation="not ", names=names) for r in rules]
+    lines += [render(r, "not ", names, symbols) for r in rules]
     for name in program.learned:
         lines.append(f"#show {names(name)}/{len(program.relations[name]['types'])}.")
     return "\n".join(lines) + "\n"
@@ -122,8 +67,6 @@ def write_program(out: Path, stem: str, program: CompiledProgram, rules: list[Ru
     """Write OUT/stem.dl, OUT/stem.lp and each world's facts (Soufflé directory and clingo file; the whole
     world's where training saw a subgraph) into ``out``, a fresh directory (the CLI stages them there and
     moves them into place; see nlndl.output.OutputDir)."""
-    from nlndl.verify import checked_worlds
-
     out.mkdir(parents=True, exist_ok=True)
     names = Names.for_program(program)
     symbols = SymbolTable.from_json(program.symbols)
@@ -131,7 +74,7 @@ def write_program(out: Path, stem: str, program: CompiledProgram, rules: list[Ru
     written[0].write_text(souffle_text(program, rules, origin))
     written[1].write_text(clingo_text(program, rules, origin))
     for world, (facts, *_) in zip(program.worlds, checked_worlds(program, whole=True), strict=True):
-        (out / f"{stem}.{world.name}.facts.lp").write_text("\n".join(_facts_lines(facts, symbols, names)) + "\n")
+        (out / f"{stem}.{world.name}.facts.lp").write_text("\n".join(facts_lines(facts, symbols, names)) + "\n")
         directory = out / f"{stem}.{world.name}.facts"
         directory.mkdir(exist_ok=True)
         for name, rel in facts.items():

@@ -14,19 +14,19 @@ import numpy as np
 
 from nlndl.compiler.crisp import Arg, BodyAtom, Rule
 from nlndl.compiler.ir import CompiledProgram, InputAtom, LearnedIR, var_name
+from nlndl.runtime.formula import selected
 
 Literal = tuple[int, bool]  # (candidate atom index, negated)
 MAX_CNF_CLAUSES = 64
 
 
-def selected(row: np.ndarray, n_inputs: int, threshold: float) -> list[Literal]:
-    return [(int(i) % n_inputs, bool(i >= n_inputs)) for i in np.flatnonzero(row > threshold)]
-
-
 def clause_bodies(ir: LearnedIR, inner: np.ndarray, outer: np.ndarray, threshold: float) -> list[list[Literal]]:
     """The formula as a list of conjunctions of literals (DNF), read from one restart's memberships."""
     n = len(ir.inputs)
-    terms = [selected(inner[t], n, threshold) for t in np.flatnonzero(outer > threshold)]
+    terms = [
+        [(lit.index, lit.negated) for lit in selected(inner[t], n, True, threshold)]
+        for t in np.flatnonzero(outer > threshold)
+    ]
     if ir.form == "dnf":
         return [t for t in terms if t]  # an empty conjunction would make every atom true: not Datalog
     if any(not t for t in terms):
@@ -135,15 +135,3 @@ def simplify(rules: list[Rule], still_correct: Callable[[list[Rule]], bool]) -> 
 
 def _order(rule: Rule) -> tuple:
     return (rule.head, len(rule.body), [(a.predicate, a.negated, a.args) for a in rule.body])
-
-
-def render(rule: Rule, negation: str = "!", names: Callable[[str], str] = str) -> str:
-    """Datalog text of a rule; ``negation`` is ``!`` (Soufflé) or ``not `` (clingo)."""
-
-    def atom(a: BodyAtom | None, pred: str, args: tuple[Arg, ...]) -> str:
-        text = f"{names(pred)}({', '.join(str(v) for _, v in args)})"
-        return (negation if a is not None and a.negated else "") + text
-
-    head = atom(None, rule.head, rule.head_args)
-    body = ", ".join(atom(a, a.predicate, a.args) for a in rule.body)
-    return f"{head} :- {body}." if body else f"{head}."

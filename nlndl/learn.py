@@ -19,13 +19,16 @@ import torch
 
 from nlndl.compiler.crisp import Rule
 from nlndl.compiler.ir import CompiledProgram
-from nlndl.extract import extract, render, simplify
+from nlndl.datalog import render
+from nlndl.defaults import NOISE_PATIENCE
+from nlndl.extract import extract, simplify
 from nlndl.runtime.budget import fit_training
-from nlndl.runtime.chain import ChainConfig, ForwardChainer, Variants
+from nlndl.runtime.chain import ForwardChainer
+from nlndl.runtime.config import ChainConfig
+from nlndl.runtime.nln import Variants
 from nlndl.runtime.train import TrainConfig, Trainer, TrainState
 from nlndl.verify import Score, clingo_score, crisp_score
 
-NOISE_PATIENCE = 200  # iterations without a better accepted program after which a noisy run stops
 NOISE_CANDIDATES = 4  # with noise, new rule sets within the allowance scored per check (each simplified)
 PRUNED_PER_CHECK = 2  # near-misses per check whose superfluous clauses are sought (a batched crisp pass per drop)
 

@@ -13,8 +13,8 @@ import numpy as np
 from nlndl.compiler.crisp import Database, Rule, evaluate
 from nlndl.compiler.ir import CompiledProgram, WholeWorld, WorldIR
 from nlndl.compiler.symbols import SymbolTable
+from nlndl.datalog import Names, clingo_program
 from nlndl.engines import clingo_model
-from nlndl.export import Names, render_clingo_program
 
 GroundAtom = tuple[str, tuple[int, ...]]
 MAX_LISTED = 1000  # missed and wrong atoms a score lists by name; its counts are exact
@@ -169,7 +169,7 @@ def clingo_score(program: CompiledProgram, rules: list[Rule], whole: bool = Fals
     names = Names.for_program(program)
     learned = set(program.learned)
     for facts, pos, neg, closed in checked_worlds(program, whole):
-        text = render_clingo_program(facts, rules, symbols, names)
+        text = clingo_program(facts, rules, symbols, names)
         model = clingo_model(text)
         derived = set()
         for pred, args in model:

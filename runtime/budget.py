@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from nlndl.compiler.diagnostics import size_text
 from nlndl.compiler.ir import CompiledProgram
-from nlndl.runtime.chain import ChainConfig
+from nlndl.runtime.config import ChainConfig
 
 FLOAT = 4  # bytes per float32
 FIXED = 64 * 1024**2  # the optimiser, the checks' crisp passes and the allocator's slack, beyond the tensors below

@@ -26,7 +26,7 @@ from torch import nn
 from nlndl.runtime.formula import Formula, read_formula
 from nlndl.runtime.init import Init
 from nlndl.runtime.layers import Disjunction, MembershipLayer, Xor, xor_formula
-from nlndl.runtime.message_passing import MessagePassing
+from nlndl.runtime.message_passing import aggregate, gather
 from nlndl.runtime.mlp import MLP
 from nlndl.runtime.networks import NormalForm
 
@@ -51,7 +51,7 @@ class TannerIndex:
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], n: int, dv: int, dc: int) -> TannerIndex:
-        """Build from :class:`nlndl.compiler.ldpc.TannerGraph` arrays for functions of degrees (dv, dc)."""
+        """Build from :class:`nlndl.compiler.tanner.TannerGraph` arrays for functions of degrees (dv, dc)."""
         edges = int(arrays["edge_var"].size)
         var_sorted = arrays["var_order"]  # edge ids grouped by variable
         var_ptr = arrays["var_ptr"]
@@ -207,11 +207,11 @@ class DecoderShape:
     c: float = 1.0
 
 
-class ErasureDecoder(MessagePassing):
+class ErasureDecoder(nn.Module):
     """Recurrent decoder: check function F and variable function B, shared by every edge and iteration."""
 
     def __init__(self, shape: DecoderShape) -> None:
-        super().__init__(aggregation="or")
+        super().__init__()
         if shape.kind not in DECODERS:
             raise ValueError(f"unknown decoder {shape.kind!r}; expected one of {', '.join(DECODERS)}")
         self.shape = shape
@@ -266,13 +266,13 @@ class ErasureDecoder(MessagePassing):
         The readout sets are the extrinsic sets of the variable's edges (plus all its edges when its degree
         is below dv), so every check reaches the estimate and B is both the message and the decision rule.
         """
-        out = self._apply_variable(self.gather(channel, index.readout_var), to_var, index.readout_in)
-        return torch.stack([self.aggregate(out[:, i], index.readout_var, index.n) for i in (0, 1)], dim=1)
+        out = self._apply_variable(gather(channel, index.readout_var), to_var, index.readout_in)
+        return torch.stack([aggregate(out[:, i], index.readout_var, index.n, "or") for i in (0, 1)], dim=1)
 
     def _apply_variable(self, own: torch.Tensor, to_var: torch.Tensor, incoming: torch.Tensor) -> torch.Tensor:
         """B on rows of (own channel message (B, 2, R), the check messages at ``incoming`` (R, d)) -> (B, 2, R)."""
-        checks = self.gather(self._pad(to_var, known=False), incoming)
-        return self.variable(self.message(torch.cat([own.unsqueeze(-1), checks], -1))).movedim(-1, 1)
+        checks = gather(self._pad(to_var, known=False), incoming)
+        return self.variable(self._inputs(torch.cat([own.unsqueeze(-1), checks], -1))).movedim(-1, 1)
 
     @staticmethod
     def _pad(messages: torch.Tensor, known: bool) -> torch.Tensor:
@@ -282,7 +282,8 @@ class ErasureDecoder(MessagePassing):
             pad[:, 1] = 1.0
         return torch.cat([messages, pad], -1)
 
-    def message(self, gathered: torch.Tensor) -> torch.Tensor:
+    @staticmethod
+    def _inputs(gathered: torch.Tensor) -> torch.Tensor:
         """(B, 2, rows, d) messages -> node-function input (B, rows, 2d): 'is 1' flags, then 'is 0' flags."""
         b, _, rows, d = gathered.shape
         return gathered.movedim(1, 2).reshape(b, rows, 2 * d)
@@ -301,12 +302,12 @@ class ErasureDecoder(MessagePassing):
         ``messages`` list receives each round's (B, 2, E) variable-to-check and check-to-variable messages.
         """
         wanted = set(record) if record is not None else {iterations}
-        channel_on_edges = self.gather(channel, index.edge_var)  # (B, 2, E)
+        channel_on_edges = gather(channel, index.edge_var)  # (B, 2, E)
         to_var = channel.new_zeros(channel.shape[0], 2, index.edges)  # check messages start silent
         out: dict[int, torch.Tensor] = {}
         for t in range(1, iterations + 1):
             to_check = self._apply_variable(channel_on_edges, to_var, index.var_in)
-            to_var = self.check(self.message(self.gather(self._pad(to_check, known=True), index.check_in)))
+            to_var = self.check(self._inputs(gather(self._pad(to_check, known=True), index.check_in)))
             to_var = to_var.movedim(-1, 1)
             if messages is not None:
                 messages += [to_check, to_var]

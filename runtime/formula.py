@@ -81,11 +81,14 @@ def default_names(arity: int) -> tuple[str, ...]:
     return tuple(f"x{i}" for i in range(arity))
 
 
-def _literals(row: np.ndarray, arity: int, negation: bool, threshold: float) -> tuple[Literal, ...]:
+def selected(row: np.ndarray, arity: int, negation: bool, threshold: float) -> list[Literal]:
+    """The literals a neuron's membership row selects (membership above ``threshold``), in column order; with
+    ``negation`` the row has 2 x arity columns, the inputs then their negations. The one binarisation of
+    memberships: formulas (:func:`read_formula`) and learned rules (``nlndl.extract``) are read with it."""
     chosen = np.flatnonzero(row > threshold)
     if negation:
-        return tuple(sorted(Literal(int(i) % arity, bool(i >= arity)) for i in chosen))
-    return tuple(Literal(int(i)) for i in chosen)
+        return [Literal(int(i) % arity, bool(i >= arity)) for i in chosen]
+    return [Literal(int(i)) for i in chosen]
 
 
 def read_formula(
@@ -105,7 +108,7 @@ def read_formula(
         raise ValueError(f"{len(names)} names given for {arity} inputs")
     clauses: list[tuple[Literal, ...]] = []
     for term in np.flatnonzero(outer > threshold):
-        clause = _literals(inner[term], arity, negation, threshold)
+        clause = tuple(sorted(selected(inner[term], arity, negation, threshold)))
         if clause not in clauses:
             clauses.append(clause)
     clauses = _absorbed(clauses)

@@ -23,8 +23,7 @@ from nlndl.compiler.ir import LearnedIR, WorldIR
 
 # the grid form is used where its estimated work is at most this share of the gather's, and the gather's
 # (index entries times terms, per step) is at least MIN_GATHER_WORK: below that, on the bundled tasks,
-# the grid's several small operations per step cost more than they save (Length 94 -> 163 ms per
-# iteration, Even-Odd 36 -> 90; Addition, at 2.7 million, 300 -> 250)
+# the grid's several small operations per step cost more than they save
 GRID_SHARE = 0.5
 MIN_GATHER_WORK = 1_000_000
 

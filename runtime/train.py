@@ -14,6 +14,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load, save
 
+from nlndl.defaults import MAX_ITERS
 from nlndl.runtime.adam import Adam
 from nlndl.runtime.chain import ForwardChainer, TimeLimitReached
 
@@ -23,7 +24,7 @@ class TrainConfig:
     """Optimisation settings (the model's own settings are in ChainConfig)."""
 
     seed: int = 0
-    max_iters: int = 4000  # Addition from seeds 0-9 needs up to 3,640 (seed 2)
+    max_iters: int = MAX_ITERS
     time_limit: float | None = None  # seconds
     lr: float = 0.05
     lr_late: float = 0.03  # after ``lr_switch`` iterations (the reference's two-step schedule)

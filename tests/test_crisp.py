@@ -11,8 +11,8 @@ from nlndl.compiler.crisp import BodyAtom, Rule, evaluate
 from nlndl.compiler.diagnostics import Diagnostics
 from nlndl.compiler.ground import world_parts, world_program
 from nlndl.compiler.parser import parse_file, parse_text
-from nlndl.compiler.render import render_clingo
 from nlndl.compiler.symbols import SymbolTable
+from nlndl.datalog import clingo_program as render_clingo
 from nlndl.engines import clingo_model
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,7 +7,7 @@ from pathlib import Path
 import torch
 
 from nlndl import api
-from nlndl.extract import render
+from nlndl.datalog import render
 from nlndl.learn import Drops, LearnConfig, Learner, drop_parts
 from nlndl.runtime.chain import ChainConfig, ForwardChainer
 

@@ -11,13 +11,14 @@ from nlndl.bench import fuzz
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = fuzz.seed_sketches(ROOT / "examples" / "ilp")
+INVOKE = fuzz._invoker("nlndl.cli:app")
 SETTINGS = settings(
     max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 
 
 def _no_traceback(case: fuzz.Case, workdir: Path) -> None:
-    outcome = fuzz.run_case(case, workdir, fuzz._invoke_in_process)
+    outcome = fuzz.run_case(case, workdir, INVOKE)
     assert outcome["error"] is None, f"{outcome['error']}\n--- sketch ---\n{case.sketch}\n--- rules ---\n{case.rules}"
     assert set(outcome["codes"]) <= {0, 1}
 

@@ -129,20 +129,17 @@ def test_a_full_disk_leaves_the_earlier_output_whole(tmp_path, monkeypatch):
     out = tmp_path / "O"
     assert train(PRED, "-D", str(out)).exit_code == 0
     before = snapshot(out)
-    import nlndl.export
-
-    real = nlndl.export.write_program
+    import nlndl.jobs
 
     def half_then_full(staging, *args, **kwargs):
         (staging / "pred.dl").write_text("half a fi")
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(nlndl.export, "write_program", half_then_full)
+    monkeypatch.setattr(nlndl.jobs, "write_program", half_then_full)
     result = train(PRED, "-D", str(out))
     assert_clean_exit(result)
     assert "No space left on device" in result.output and "pred(A, B) :- succ(B, A)." in result.output
     assert snapshot(out) == before, "the earlier files are whole and unchanged; no staging left behind"
-    monkeypatch.setattr(nlndl.export, "write_program", real)
 
 
 def test_ctrl_c_on_a_full_disk_leaves_no_empty_checkpoint(tmp_path, monkeypatch):
@@ -500,10 +497,8 @@ def test_share_cpu_leaves_a_chosen_policy_and_a_loaded_torch_alone(monkeypatch):
 
 
 def test_step_and_restart_options_are_bounded(tmp_path):
-    from nlndl.cli import MAX_STEPS
-    from nlndl.compiler.check import MAX_STEPS as CHECKED
+    from nlndl.defaults import MAX_STEPS
 
-    assert MAX_STEPS == CHECKED
     assert_clean_exit(runner.invoke(app, ["compile", LT, "--steps", str(MAX_STEPS + 1)]), 2)
     result = train(LT, "-D", str(tmp_path / "O"), "--restarts", "1000000000")
     assert_clean_exit(result)

@@ -8,11 +8,11 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from nlndl import ldpc
+from nlndl import decoders as ldpc
 from nlndl.cli import app
-from nlndl.compiler.ldpc import TannerGraph, null_space
+from nlndl.compiler.tanner import TannerGraph, null_space, regular_code
+from nlndl.erasure import Decoded, ml_decode, random_codewords
 from nlndl.runtime.decoder import DecoderShape, ErasureDecoder, TannerIndex, channel_messages, hard_decisions
-from nlndl.runtime.erasure import Decoded, ml_decode, random_codewords
 
 HAMMING = np.array([[1, 1, 0, 1, 1, 0, 0], [1, 0, 1, 1, 0, 1, 0], [0, 1, 1, 1, 0, 0, 1]], dtype=np.uint8)
 CODEWORDS = np.array([w for w in itertools.product([0, 1], repeat=7) if not (HAMMING @ w % 2).any()], dtype=np.uint8)
@@ -79,7 +79,7 @@ def test_bp_decoder_reaches_the_peeling_fixpoint_and_never_beats_ml():
 
 def test_bp_on_the_48_bit_code_matches_the_reference_figures():
     """The issue's numpy BP reference at eps = 0.3: BER 0.071 at t = 3, 0.033 at the fixpoint; ML 0.0049."""
-    graph = ldpc.regular_code(48)
+    graph = regular_code(48)
     rows = ldpc.compare(graph, {}, [0.3], [3, 20], codewords=4000, seed=1)
     ber = {(r["decoder"], r["t"]): r["ber"] for r in rows}
     assert abs(ber[("bp", 3)] - 0.071) < 0.01
@@ -106,8 +106,8 @@ def test_padding_lets_a_decoder_run_on_a_code_of_lower_degree():
 
 @pytest.mark.parametrize("kind", ["nln", "mlp"])
 def test_short_training_run_is_deterministic_and_round_trips(tmp_path, kind):
-    graph = ldpc.regular_code(48)
-    cfg = replace(ldpc.TrainConfig(), kind=kind, steps=20, batch=16, validate_every=10, validation_words=200)
+    graph = regular_code(48)
+    cfg = replace(ldpc.DecoderTraining(), kind=kind, steps=20, batch=16, validate_every=10, validation_words=200)
     first, history = ldpc.train_decoder(graph, cfg)
     second, _ = ldpc.train_decoder(graph, cfg)
     for a, b in zip(first.state_dict().values(), second.state_dict().values(), strict=True):
@@ -146,6 +146,34 @@ def test_cli_train_eval_and_errors(tmp_path):
     keep.write_text("mine")
     result = runner.invoke(app, ["ldpc", "train", "-o", str(keep), "--steps", "1", "-q"])
     assert result.exit_code == 1 and keep.read_text() == "mine"
+
+
+def test_train_and_eval_read_the_graph_compile_saved(tmp_path):
+    """`ldpc compile -o G` writes what `ldpc train/eval --graph G` read: the decoder is trained on that code."""
+    import json
+
+    runner = CliRunner()
+    graph = tmp_path / "g"
+    assert (
+        runner.invoke(app, ["ldpc", "compile", "--generate", "24,3,6", "--seed", "4", "-o", str(graph)]).exit_code == 0
+    )
+    out = tmp_path / "dec"
+    trained = runner.invoke(
+        app, ["ldpc", "train", "-o", str(out), "--graph", str(graph), "--steps", "2", "-q", "--json"]
+    )
+    assert trained.exit_code == 0, trained.output
+    args = ["ldpc", "eval", str(out), "--graph", str(graph), "--eps", "0.3", "--iterations", "2", "--codewords", "50"]
+    result = runner.invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["code"]["n"] == 24
+    both = runner.invoke(
+        app, ["ldpc", "eval", str(out), "--graph", str(graph), "--matrix", str(graph / "program.json")]
+    )
+    assert both.exit_code == 2
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    wrong = runner.invoke(app, ["ldpc", "eval", str(out), "--graph", str(notes)])
+    assert wrong.exit_code == 1 and f"{notes}: error:" in wrong.output
 
 
 def test_bench_ldpc_report_shape(tmp_path):
@@ -221,7 +249,7 @@ def test_nln_decoder_with_bp_memberships_is_bp_once_crisp():
 
 
 def test_throughput_refuses_a_batch_that_does_not_fit():
-    graph = ldpc.regular_code(48)
+    graph = regular_code(48)
     nln = ErasureDecoder(DecoderShape(kind="nln"))
     with pytest.raises(MemoryError, match=r"needs about [\d.]+ GiB"):
         ldpc.throughput(graph, nln, 10**10, 20, 0.4, "cpu")
@@ -229,8 +257,8 @@ def test_throughput_refuses_a_batch_that_does_not_fit():
 
 def test_nln_training_learns_belief_propagation():
     """The default NLN training, seed 0: the crisp decoder decides every bit as BP does, at t = 3 and t = 20."""
-    graph = ldpc.regular_code(48)
-    cfg = replace(ldpc.TrainConfig(), steps=600)  # the quick benchmark's run
+    graph = regular_code(48)
+    cfg = replace(ldpc.DecoderTraining(), steps=600)  # the quick benchmark's run
     nln, history = ldpc.train_decoder(graph, cfg)
     assert ldpc.formulas(nln)["check"]["parity"] == "one_v1 ^ one_v2 ^ one_v3 ^ one_v4 ^ one_v5"
     words = random_codewords(null_space(graph.h), 1000, np.random.default_rng(5))
@@ -247,8 +275,8 @@ def test_nln_training_learns_belief_propagation():
 def test_a_decoder_saved_in_an_older_format_is_refused_with_a_reason(tmp_path):
     import json
 
-    graph = ldpc.regular_code(48)
-    cfg = replace(ldpc.TrainConfig(), kind="mlp", steps=1, validate_every=1, validation_words=20)
+    graph = regular_code(48)
+    cfg = replace(ldpc.DecoderTraining(), kind="mlp", steps=1, validate_every=1, validation_words=20)
     decoder, history = ldpc.train_decoder(graph, cfg)
     ldpc.save_decoder(tmp_path, decoder, cfg, history)
     meta = json.loads((tmp_path / "decoder.json").read_text())

@@ -5,20 +5,15 @@ from unittest.mock import patch
 
 import pytest
 import torch
+from dense_reference import dense_run
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nlndl.compiler import CompileError, compile_sketch
-from nlndl.runtime import chain, grid
-from nlndl.runtime.chain import (
-    CLASS_WEIGHTS,
-    RESTART_TIERS,
-    ChainConfig,
-    ForwardChainer,
-    amalgamations,
-    auto_restarts,
-)
-from nlndl.runtime.dense import dense_run
+from nlndl.defaults import CLASS_WEIGHTS
+from nlndl.runtime import grid, worlds
+from nlndl.runtime.chain import ChainConfig, ForwardChainer
+from nlndl.runtime.config import RESTART_TIERS, amalgamations, auto_restarts
 from nlndl.runtime.fused import log_none
 from nlndl.runtime.init import Init
 from nlndl.runtime.scatter import log_not
@@ -71,7 +66,7 @@ def test_sparse_equals_dense(tmp_path_factory, data):
     # columns read from the substitution grid (every time it applies) or gathered (never)
     grid_share = data.draw(st.sampled_from([0.0, float("inf")]))
     with (
-        patch.object(chain, "DISTINCT_ROWS_SHARE", data.draw(st.sampled_from([0.0, 1.0]))),
+        patch.object(worlds, "DISTINCT_ROWS_SHARE", data.draw(st.sampled_from([0.0, 1.0]))),
         patch.object(grid, "GRID_SHARE", grid_share),
         patch.object(grid, "MIN_GATHER_WORK", 0),
     ):
@@ -112,7 +107,7 @@ def test_distinct_crisp_rows_change_nothing_but_the_work(tmp_path):
     results = []
     for share in (1.0, 0.0):  # deduplicate every time / never
         torch.manual_seed(3)
-        with patch.object(chain, "DISTINCT_ROWS_SHARE", share):
+        with patch.object(worlds, "DISTINCT_ROWS_SHARE", share):
             model = ForwardChainer(program, ChainConfig(restarts=3)).double()
         for world in model.worlds:
             world.valuation = world.valuation.double()

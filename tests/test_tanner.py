@@ -7,7 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from nlndl.cli import app
-from nlndl.compiler.ldpc import MatrixError, TannerGraph, four_cycles, generate_regular, gf2_rank, read_matrix
+from nlndl.compiler.tanner import MatrixError, TannerGraph, four_cycles, generate_regular, gf2_rank, read_matrix
 
 HAMMING = np.array([[1, 1, 0, 1, 1, 0, 0], [1, 0, 1, 1, 0, 1, 0], [0, 1, 1, 1, 0, 0, 1]], dtype=np.uint8)
 

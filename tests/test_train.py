@@ -10,13 +10,14 @@ from typer.testing import CliRunner
 
 from nlndl import api
 from nlndl.bench import ilp
-from nlndl.cli import MAX_ITERS, ClassWeight, app
+from nlndl.cli import app
 from nlndl.compiler.crisp import evaluate
 from nlndl.compiler.symbols import SymbolTable
 from nlndl.engines import clingo_model
 from nlndl.learn import Drops, LearnConfig, Learner, drop_parts, learn
 from nlndl.runtime.adam import Adam
-from nlndl.runtime.chain import CLASS_WEIGHTS, ChainConfig, ForwardChainer, auto_restarts
+from nlndl.runtime.chain import ChainConfig, ForwardChainer
+from nlndl.runtime.config import auto_restarts
 from nlndl.runtime.train import TrainConfig, Trainer
 from nlndl.verify import world_facts
 
@@ -65,13 +66,36 @@ def test_export_round_trip_clingo_equals_crisp(tmp_path):
     program = api.compile(ILP / "less_than" / "sketch.dl")
     result = api.train(program, seed=0)
     assert result.solved
-    api.export(result, program, tmp_path, "lt")
+    api.export(tmp_path, "lt", program, result)
     text = (tmp_path / "lt.lp").read_text() + (tmp_path / "lt.main.facts.lp").read_text()
     theirs = {a for a in clingo_model(text) if a[0] == "lt"}
     symbols = SymbolTable.from_json(program.symbols)
     model = evaluate(world_facts(program, program.worlds[0]), result.rules)
     ours = {("lt", tuple(symbols.value(c) for c in args)) for args in model["lt"]}
     assert ours == theirs and len(ours) == 45
+
+
+def test_check_writes_symbol_constants_for_clingo(tmp_path):
+    """Rules that name constants score the same with nlndl's evaluator and with clingo: the clingo text has the
+    constants' values, not their interned ids."""
+    rules = tmp_path / "r.dl"
+    rules.write_text(
+        'grandparent(X, Y) :- father(X, Z), father(Z, Y).\ngrandparent("i", Y) :- mother("i", Z), father(Z, Y).\n'
+    )
+    checked = api.check(rules, ILP / "grandparent" / "sketch.dl")
+    assert checked.clingo.true_positives == checked.crisp.true_positives > 0
+    assert checked.clingo.false_positives == checked.crisp.false_positives
+    assert checked.clingo.missed == checked.crisp.missed
+
+
+def test_the_api_runs_train_and_export_as_the_cli_does(tmp_path):
+    run = api.plan_training(ILP / "less_than" / "sketch.dl", output=tmp_path, seed=0).run()
+    assert run.result.solved and run.stem == "lt" and (tmp_path / "lt.json").is_file()
+    assert json.loads((tmp_path / "lt.json").read_text())["rules"] == run.result.rule_texts()
+    text = api.export_text(tmp_path / "lt.json", "clingo")
+    assert text.count(":-") == len(run.result.rules) and "#show lt/2." in text
+    with pytest.raises(api.JobError, match="no checkpoint to resume from"):
+        api.plan_training(ILP / "less_than" / "sketch.dl", output=tmp_path / "new", resume=True)
 
 
 def test_same_seed_same_result():
@@ -232,15 +256,13 @@ def test_unsolved_run_exits_1_with_best_rules(tmp_path):
     assert f"3 iterations, {chosen} restarts, seed 0" in default.output
 
 
-def test_cli_iteration_limit_is_the_runtimes():
-    assert TrainConfig().max_iters == MAX_ITERS
+def test_cli_defaults_are_the_librarys():
+    """The options of train default to what the library does without them (one definition, nlndl.defaults)."""
+    from typer.main import get_command
 
-
-def test_cli_class_weights_are_the_runtimes():
-    """The CLI lists the class weights without importing torch; the list and default must be the runtime's."""
-    assert [w.value for w in ClassWeight] == [ChainConfig.class_weight] + [
-        w for w in CLASS_WEIGHTS if w != ChainConfig.class_weight
-    ]
+    defaults = {p.name: p.default for p in get_command(app).commands["train"].params}
+    assert defaults["max_iters"] == TrainConfig().max_iters
+    assert str(defaults["class_weight"]) == ChainConfig().class_weight
     assert inspect.signature(api.train).parameters["class_weight"].default == ChainConfig.class_weight
 
 

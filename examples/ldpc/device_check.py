@@ -14,10 +14,10 @@ import sys
 import numpy as np
 import torch
 
-from nlndl import ldpc
-from nlndl.compiler.ldpc import null_space
+from nlndl import decoders as ldpc
+from nlndl.compiler.tanner import null_space, regular_code
+from nlndl.erasure import Decoded, erase, random_codewords
 from nlndl.runtime.decoder import DecoderShape, ErasureDecoder, channel_messages, hard_decisions
-from nlndl.runtime.erasure import Decoded, erase, random_codewords
 
 
 def agreement(code, decoders: dict[str, ErasureDecoder], words: np.ndarray, erased: np.ndarray) -> dict:
@@ -44,7 +44,7 @@ def agreement(code, decoders: dict[str, ErasureDecoder], words: np.ndarray, eras
 
 def main(path: str) -> None:
     torch.manual_seed(0)
-    code = ldpc.regular_code(48)
+    code = regular_code(48)
     decoders = {
         "bp": ldpc.bp_decoder(code),
         "nln": ErasureDecoder(DecoderShape("nln")),
@@ -56,7 +56,7 @@ def main(path: str) -> None:
     report["agreement_eps_0.35"] = agreement(code, decoders, words, erase(2000, 48, 0.35, rng))
     rows = []
     for n in (48, 480):
-        graph = code if n == 48 else ldpc.regular_code(480)
+        graph = code if n == 48 else regular_code(480)
         for device in ("cpu", "cuda") if n == 48 else ("cuda",):
             for batch in (10000,) if device == "cpu" else (10000, 100000):
                 for name, decoder in decoders.items():

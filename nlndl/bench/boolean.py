@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from rich.table import Table
 from torch.nn import functional as F  # noqa: N812
 
 from nlndl.runtime.adam import Adam
@@ -227,3 +228,21 @@ def summarise(dnf: list[dict[str, Any]], xor: list[dict[str, Any]]) -> list[dict
 def with_overrides(cfg: BooleanConfig, **changes: Any) -> BooleanConfig:
     """A copy of ``cfg`` with the non-None ``changes`` applied."""
     return replace(cfg, **{k: v for k, v in changes.items() if v is not None})
+
+
+def table(results: dict[str, Any]) -> Table:
+    """The summary of :func:`run` as a table: one line per experiment, setting and model."""
+    out = Table(title="NLN vs MLP on Boolean functions")
+    for column in ("experiment", "setting", "model", "runs", "reached 0", "stayed 0", "final errors (mean)"):
+        out.add_column(column)
+    for row in results["summary"]:
+        out.add_row(
+            row["experiment"],
+            row["setting"],
+            row["model"],
+            str(row["runs"]),
+            str(row["reached_zero"]),
+            "-" if row["stayed_zero"] is None else str(row["stayed_zero"]),
+            f"{row['final_errors_mean']:.4g}",
+        )
+    return out

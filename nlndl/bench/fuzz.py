@@ -243,12 +243,18 @@ def run_case(case: Case, workdir: Path, invoke: Callable[[list[str]], tuple[int,
     return outcome
 
 
-def _invoke_in_process(args: list[str]) -> tuple[int, BaseException | None]:
+def _invoker(app_path: str) -> Callable[[list[str]], tuple[int, BaseException | None]]:
+    """Run the typer app named ``module:attribute`` in this process, as a user's command line would."""
+    import importlib
+
     from typer.testing import CliRunner
 
-    from nlndl.cli import app
+    module, name = app_path.split(":")
+    app = getattr(importlib.import_module(module), name)
+    return lambda args: _outcome(CliRunner().invoke(app, args))
 
-    result = CliRunner().invoke(app, args)
+
+def _outcome(result) -> tuple[int, BaseException | None]:
     exc = result.exception
     if isinstance(exc, SystemExit):
         exc = None
@@ -257,14 +263,15 @@ def _invoke_in_process(args: list[str]) -> tuple[int, BaseException | None]:
     return result.exit_code, exc
 
 
-def _worker(inbox: mp.Queue, outbox: mp.Queue, workdir: str) -> None:
+def _worker(inbox: mp.Queue, outbox: mp.Queue, workdir: str, app_path: str) -> None:
+    invoke = _invoker(app_path)
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
     base = _address_space()
     resource.setrlimit(resource.RLIMIT_AS, (base + MEMORY_CAP, hard))
     while (case := inbox.get()) is not None:
         start = time.perf_counter()
         try:
-            outcome = run_case(case, Path(workdir), _invoke_in_process)
+            outcome = run_case(case, Path(workdir), invoke)
         except MemoryError:
             outcome = {"codes": [], "error": "MemoryError: over the 4 GiB cap"}
         outcome["seconds"] = time.perf_counter() - start
@@ -305,8 +312,11 @@ class FuzzReport:
         }
 
 
-def run(inputs: int, seed: int, examples: Path, tell: Callable[[str], None] | None = None) -> FuzzReport:
-    """Run ``inputs`` fuzz cases in a worker process with a memory cap, restarting it after a hang or a crash."""
+def run(
+    inputs: int, seed: int, examples: Path, tell: Callable[[str], None] | None = None, app: str = "nlndl.cli:app"
+) -> FuzzReport:
+    """Run ``inputs`` fuzz cases through the CLI ``app`` (``module:attribute``) in a worker process with a memory
+    cap, restarting it after a hang or a crash."""
     import tempfile
 
     report = FuzzReport()
@@ -321,7 +331,7 @@ def run(inputs: int, seed: int, examples: Path, tell: Callable[[str], None] | No
             case = next(stream)
             if worker is None or not worker.is_alive():
                 inbox, outbox = ctx.Queue(), ctx.Queue()
-                worker = ctx.Process(target=_worker, args=(inbox, outbox, workdir), daemon=True)
+                worker = ctx.Process(target=_worker, args=(inbox, outbox, workdir, app), daemon=True)
                 worker.start()
             inbox.put(case)
             try:

@@ -13,17 +13,18 @@ from typing import Any
 
 import torch
 
-from nlndl.ldpc import (
+from nlndl.compiler.tanner import regular_code
+from nlndl.decoders import (
+    DecoderTraining,
     Progress,
-    TrainConfig,
     bp_decoder,
     code_summary,
     compare,
     formulas,
-    regular_code,
     throughput,
     train_decoder,
 )
+from nlndl.defaults import LDPC_STEPS
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ class LdpcBenchConfig:
     ts: tuple[int, ...] = (1, 2, 3, 5, 10, 20, 50)
     codewords: int = 10000
     long_codewords: int = 1000
-    steps: int = 1500
+    steps: int = LDPC_STEPS
     seed: int = 0
     throughput_batch: int = 10000
     throughput_t: int = 20
@@ -55,7 +56,7 @@ def run(cfg: LdpcBenchConfig, device: str = "cpu", progress: Progress | None = N
     long_code = regular_code(cfg.long_n, 3, 6, cfg.code_seed)
     trained, training = {}, {}
     for kind in ("nln", "mlp"):
-        train_cfg = replace(TrainConfig(), kind=kind, steps=cfg.steps, seed=cfg.seed)
+        train_cfg = replace(DecoderTraining(), kind=kind, steps=cfg.steps, seed=cfg.seed)
         decoder, history = train_decoder(code, train_cfg, progress)
         trained[kind] = decoder
         training[kind] = {"config": asdict(train_cfg), **history}

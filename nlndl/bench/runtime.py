@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 import torch
+from rich.table import Table
 
 from nlndl.compiler import compile_sketch
-from nlndl.runtime import scatter
 from nlndl.runtime.chain import ChainConfig, ForwardChainer
 from nlndl.runtime.train import TrainConfig, Trainer
 
@@ -90,44 +90,38 @@ def cases(quick: bool) -> list[Case]:
     ]
 
 
-def measure(case: Case, device: str, restarts: int, steps: int, iters: int, use_scatter: bool) -> dict[str, Any]:
+def measure(case: Case, device: str, restarts: int, steps: int, iters: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.dl"
         path.write_text(case.text)
         program = compile_sketch(path)
     program.steps = min(program.steps, steps)
     torch.manual_seed(0)
-    previous = scatter.WITH_TORCH_SCATTER
-    scatter.WITH_TORCH_SCATTER = previous and use_scatter
-    try:
-        model = ForwardChainer(program, ChainConfig(restarts=restarts)).to(device)
-        trainer = Trainer(model, TrainConfig())
-        trainer.step()  # warm-up
-        sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    model = ForwardChainer(program, ChainConfig(restarts=restarts)).to(device)
+    trainer = Trainer(model, TrainConfig())
+    trainer.step()  # warm-up
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    sync()
+    start = time.perf_counter()
+    for _ in range(iters):
+        trainer.step()
+    sync()
+    seconds = (time.perf_counter() - start) / iters
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if device.startswith("cuda"):
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    with _quiet_stderr(), torch.profiler.profile(activities=activities) as prof:
+        wall = time.perf_counter()
+        trainer.step()
         sync()
-        start = time.perf_counter()
-        for _ in range(iters):
-            trainer.step()
-        sync()
-        seconds = (time.perf_counter() - start) / iters
-        activities = [torch.profiler.ProfilerActivity.CPU]
-        if device.startswith("cuda"):
-            activities.append(torch.profiler.ProfilerActivity.CUDA)
-        with _quiet_stderr(), torch.profiler.profile(activities=activities) as prof:
-            wall = time.perf_counter()
-            trainer.step()
-            sync()
-            wall = time.perf_counter() - wall
-        kernel = sum(e.self_cpu_time_total for e in prof.key_averages()) / 1e6
-    finally:
-        scatter.WITH_TORCH_SCATTER = previous
+        wall = time.perf_counter() - wall
+    kernel = sum(e.self_cpu_time_total for e in prof.key_averages()) / 1e6
     subs = sum(program.worlds[0].substitutions.values())
     inputs = sum(len(ir.inputs) for ir in program.learned.values())
     slots = subs * inputs * restarts * program.steps
     return {
         "case": case.name,
         "device": device,
-        "scatter": "torch-scatter" if use_scatter else "torch",
         "restarts": restarts,
         "steps": program.steps,
         "substitutions": subs,
@@ -198,23 +192,21 @@ def run(
     progress=None,
     busy: bool = False,
 ) -> list[dict[str, Any]]:
-    """Each case on each device (and scatter backend); with ``busy``, each also beside a competing process,
+    """Each case on each device; with ``busy``, each also beside a competing process,
     every measurement then in a fresh process that chooses its wait policy as the CLI does."""
     rows = []
-    backends = (False, True) if scatter.WITH_TORCH_SCATTER else (False,)
     for index, case in enumerate(cases(quick)):
         for device in devices:
-            for use_scatter in backends:
-                for load in ("idle", "busy") if busy else ("idle",):
-                    if progress:
-                        progress(f"{case.name} {device} {load}")
-                    args = {"device": device, "restarts": restarts, "steps": steps, "iters": iters}
-                    if busy:
-                        with competing_process(load == "busy"):
-                            row = measure_fresh(quick, index, use_scatter=use_scatter, **args)
-                    else:
-                        row = {**measure(case, use_scatter=use_scatter, **args), "wait_policy": wait_policy()}
-                    rows.append({**row, "load": load, "threads": torch.get_num_threads()})
+            for load in ("idle", "busy") if busy else ("idle",):
+                if progress:
+                    progress(f"{case.name} {device} {load}")
+                args = {"device": device, "restarts": restarts, "steps": steps, "iters": iters}
+                if busy:
+                    with competing_process(load == "busy"):
+                        row = measure_fresh(quick, index, **args)
+                else:
+                    row = {**measure(case, **args), "wait_policy": wait_policy()}
+                rows.append({**row, "load": load, "threads": torch.get_num_threads()})
     return rows
 
 
@@ -226,3 +218,28 @@ def loss_difference(program) -> float:
         cpu = model.losses()
         cuda = model.to("cuda").losses().cpu()
     return float((cpu - cuda).abs().max())
+
+
+def table(rows: list[dict[str, Any]], restarts: int, steps: int) -> Table:
+    """The rows of :func:`run` as a table: one line per case, load and device."""
+    out = Table(
+        title=f"Runtime: {restarts} restarts, T <= {steps}, torch {torch.__version__}, "
+        f"{torch.get_num_threads()} threads"
+    )
+    columns = ("case", "load", "wait policy", "device", "substitutions", "inputs", "T", "ms / step")
+    for column in (*columns, "atom-slots / s", "in torch ops"):
+        out.add_column(column)
+    for r in rows:
+        out.add_row(
+            r["case"],
+            r["load"],
+            r["wait_policy"],
+            r["device"],
+            f"{r['substitutions']:,}",
+            str(r["inputs"]),
+            str(r["steps"]),
+            f"{r['seconds_per_step'] * 1000:.1f}",
+            f"{r['atom_slots_per_second']:.3g}",
+            f"{r['kernel_fraction']:.0%}",
+        )
+    return out

@@ -17,6 +17,7 @@ from safetensors import SafetensorError
 from safetensors.numpy import load_file, save_file
 
 from nlndl.compiler.diagnostics import size_text
+from nlndl.defaults import LDPC_CODE
 
 FORMAT = "nlndl-tanner/1"
 
@@ -99,6 +100,11 @@ def generate_regular(n: int, dv: int, dc: int, seed: int = 0, swaps: int = 20000
             _move(h, overlap, c2, v1, v2)
             _move(h, overlap, c1, v2, v1)
     return h
+
+
+def regular_code(n: int = LDPC_CODE[0], dv: int = LDPC_CODE[1], dc: int = LDPC_CODE[2], seed: int = 0) -> TannerGraph:
+    """The Tanner graph of a generated (dv, dc)-regular code of length n, 4-cycles removed where possible."""
+    return TannerGraph.from_matrix(generate_regular(n, dv, dc, seed), source="generated", seed=seed)
 
 
 def _without_repeated_edges(checks: np.ndarray, sockets: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:

@@ -20,7 +20,9 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from nlndl.compiler.diagnostics import size_text
-from nlndl.compiler.ldpc import TannerGraph, generate_regular, null_space
+from nlndl.compiler.tanner import TannerGraph, null_space
+from nlndl.defaults import LDPC_BATCH, LDPC_ITERATIONS, LDPC_STEPS
+from nlndl.erasure import Decoded, erase, ml_decode, random_codewords
 from nlndl.runtime.adam import Adam
 from nlndl.runtime.budget import BudgetError
 from nlndl.runtime.decoder import (
@@ -31,7 +33,6 @@ from nlndl.runtime.decoder import (
     channel_messages,
     hard_decisions,
 )
-from nlndl.runtime.erasure import Decoded, erase, ml_decode, random_codewords
 
 LEARNING_RATES = {"nln": 0.03, "mlp": 0.01}  # the NLN's memberships move by about lr per step
 FORMAT = "nlndl-ldpc-decoder/2"  # 2: known flags, disjunction variable function
@@ -39,14 +40,14 @@ Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)
-class TrainConfig:
+class DecoderTraining:
     """How a learned decoder is trained: t = 3 iterations, random codewords, erasure rate per word uniform."""
 
     kind: str = "nln"
-    steps: int = 1500
-    batch: int = 64
+    steps: int = LDPC_STEPS
+    batch: int = LDPC_BATCH
     lr: float | None = None  # Adam's learning rate; None: LEARNING_RATES[kind]
-    iterations: int = 3
+    iterations: int = LDPC_ITERATIONS
     eps_low: float = 0.05
     eps_high: float = 0.45
     every_iteration: bool = True  # loss on the estimates after each iteration, not only the last
@@ -58,11 +59,6 @@ class TrainConfig:
     validate_every: int = 100
     validation_words: int = 2000
     validation_eps: float = 0.35
-
-
-def regular_code(n: int = 48, dv: int = 3, dc: int = 6, seed: int = 0) -> TannerGraph:
-    """A generated (dv, dc)-regular code of length n, 4-cycles removed where possible."""
-    return TannerGraph.from_matrix(generate_regular(n, dv, dc, seed), source="generated", seed=seed)
 
 
 def degrees(graph: TannerGraph) -> tuple[int, int]:
@@ -89,7 +85,7 @@ def parameters(decoder: torch.nn.Module) -> int:
     return sum(p.numel() for p in decoder.parameters())
 
 
-def _loss(decoder: ErasureDecoder, index: TannerIndex, words: np.ndarray, erased: np.ndarray, cfg: TrainConfig):
+def _loss(decoder: ErasureDecoder, index: TannerIndex, words: np.ndarray, erased: np.ndarray, cfg: DecoderTraining):
     """Cross-entropy of the bit estimates (each iteration's or the last) plus, weighted, of every edge message.
 
     On the BEC a message on an edge is an estimate of that edge's bit, so each one has a target; without
@@ -112,7 +108,7 @@ def _bce(estimate: torch.Tensor, truth: torch.Tensor) -> torch.Tensor:
 
 
 def train_decoder(
-    graph: TannerGraph, cfg: TrainConfig, progress: Progress | None = None, memory_limit: int | None = None
+    graph: TannerGraph, cfg: DecoderTraining, progress: Progress | None = None, memory_limit: int | None = None
 ) -> tuple[ErasureDecoder, dict[str, Any]]:
     """Train an NLN or MLP decoder on ``graph``; keep the weights with the best validation BER at t = iterations.
 
@@ -193,7 +189,7 @@ def formulas(decoder: ErasureDecoder) -> dict[str, dict[str, str]]:
     }
 
 
-def save_decoder(out: Path, decoder: ErasureDecoder, cfg: TrainConfig, history: dict[str, Any]) -> None:
+def save_decoder(out: Path, decoder: ErasureDecoder, cfg: DecoderTraining, history: dict[str, Any]) -> None:
     """Weights as safetensors, settings and training history as JSON (no pickles)."""
     out.mkdir(parents=True, exist_ok=True)
     save_file({k: v.contiguous() for k, v in decoder.state_dict().items()}, str(out / "decoder.safetensors"))

@@ -13,7 +13,8 @@ import numpy as np
 import torch
 
 from nlndl.compiler.ir import CompiledProgram, WorldIR
-from nlndl.runtime.chain import ForwardChainer, nln_forward
+from nlndl.runtime.chain import ForwardChainer
+from nlndl.runtime.nln import nln_forward
 from nlndl.runtime.scatter import product_or
 
 

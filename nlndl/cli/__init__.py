@@ -1,0 +1,68 @@
+"""The ``nlndl`` command line: one verb per job, each a thin module that reads options, calls the library
+(:mod:`nlndl.jobs`, :mod:`nlndl.bench`) and prints.
+
+Exit codes: 0 success, 1 diagnostics or a failed job, 2 usage errors, 3 an internal error (a bug), 130 Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated
+
+import typer
+
+from nlndl import __version__
+from nlndl.allocator import keep_freed_memory, share_cpu
+from nlndl.cli import bench, ilp, kg, ldpc  # noqa: F401  (each module registers its commands)
+from nlndl.cli.common import app, stdout
+from nlndl.output import OutputError
+
+__all__ = ["app", "main"]
+INTERNAL_ERROR = 3  # exit code of a bug: 0 success, 1 diagnostics or a failed job, 2 usage
+
+
+def _version(value: bool) -> None:
+    if value:
+        stdout.print(f"nlndl {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Learn explicit, verifiable Datalog programs with Neural Logic Networks."""
+    keep_freed_memory()  # this process only: step temporaries reuse heap memory instead of fresh pages
+    share_cpu()  # idle OpenMP threads sleep: a busy machine costs a run no more than its share
+
+
+def main() -> None:
+    """Entry point of the ``nlndl`` console script: every failure ends in a one-line message and an exit code,
+    never a traceback (``NLNDL_TRACEBACK=1`` shows one for an internal error)."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        sys.exit(130)
+    except MemoryError:
+        typer.echo("error: out of memory (lower --memory-limit so that nlndl refuses such work up front)", err=True)
+        sys.exit(1)
+    except OutputError as exc:
+        typer.echo(str(exc), err=True)
+        sys.exit(1)
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        typer.echo(f"{where}error: {exc.strerror or exc}", err=True)
+        sys.exit(1)
+    except Exception as exc:
+        if os.environ.get("NLNDL_TRACEBACK"):
+            raise
+        typer.echo(
+            f"nlndl: internal error: {type(exc).__name__}: {exc}\n"
+            "This is a bug in nlndl; please report it with the command (NLNDL_TRACEBACK=1 shows where it happened).",
+            err=True,
+        )
+        sys.exit(INTERNAL_ERROR)

@@ -1,0 +1,175 @@
+"""What every command module shares: the typer apps, the consoles, the options several verbs take, and the
+turning of a library error into a one-line message and an exit code."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+from rich.console import Console
+
+from nlndl.defaults import CLASS_WEIGHTS, LAYOUTS
+from nlndl.errors import JobError
+from nlndl.output import OutputDir, OutputError, check_writable, parse_size, write_json
+
+app = typer.Typer(
+    name="nlndl",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Learn explicit, verifiable Datalog programs with Neural Logic Networks.",
+)
+bench_app = typer.Typer(no_args_is_help=True, help="Run the paper's experiments and the performance benchmarks.")
+ldpc_app = typer.Typer(
+    no_args_is_help=True, help="LDPC codes over the erasure channel: Tanner graphs, learned and classical decoders."
+)
+kg_app = typer.Typer(no_args_is_help=True, help="Knowledge graphs given as triples (the Neural LP layout).")
+app.add_typer(bench_app, name="bench")
+app.add_typer(ldpc_app, name="ldpc")
+app.add_typer(kg_app, name="kg")
+
+stdout = Console(width=None if sys.stdout.isatty() else 140)  # tables stay readable in logs and pipes
+
+LayoutKind = StrEnum("LayoutKind", {name: name for name in LAYOUTS})
+ClassWeight = StrEnum("ClassWeight", {name: name for name in CLASS_WEIGHTS})
+PLOT_FORMATS = (".png", ".svg", ".pdf")
+
+
+def fail(message: str) -> NoReturn:
+    """Print a diagnostic unwrapped (so that file:line:col stays on one line) and exit 1."""
+    typer.echo(message, err=True)
+    raise typer.Exit(1)
+
+
+def usage(message: str) -> NoReturn:
+    """A usage error: the message, exit 2."""
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def reported(command: Callable) -> Callable:
+    """A command whose library errors (located messages) end in that message and exit 1, bad option values
+    (ValueError from the library's checks) in exit 2."""
+
+    @functools.wraps(command)
+    def run(*args, **kwargs):
+        from nlndl.compiler.diagnostics import CompileError  # here, so that --help imports no compiler
+
+        try:
+            return command(*args, **kwargs)
+        except (CompileError, JobError, OutputError) as exc:
+            fail(str(exc))
+
+    return run
+
+
+def size_option(text: str, option: str = "--memory-limit") -> int:
+    """A size option in bytes (exit 2 when it cannot be read)."""
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        usage(f"{option}: {exc}")
+
+
+def numbers(text: str, option: str, kind: type = float) -> list:
+    """Comma-separated numbers (exit 2 when there are none or one cannot be read)."""
+    try:
+        values = [kind(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        values = []
+    if not values:
+        usage(f"{option} wants comma-separated numbers, got {text!r}")
+    return values
+
+
+def device_option(device: str) -> str:
+    """--device checked: its name (exit 2) and that a CUDA device exists when asked for (exit 1)."""
+    from nlndl.jobs import check_device
+
+    try:
+        check_device(device)
+    except ValueError as exc:
+        usage(str(exc))
+    return device
+
+
+def check_outputs(*paths: Path | None, plot: Path | None = None) -> None:
+    """Every output file a bench names can be written (and a plot's format is known), before the long run."""
+    for path in (*paths, plot):
+        if path is not None:
+            check_writable(path)
+    if plot is not None and plot.suffix.lower() not in PLOT_FORMATS:
+        fail(f"{plot}: error: a plot is written as {', '.join(PLOT_FORMATS)}; name the file with one of them")
+
+
+def saved(summary: dict, target: OutputDir | None, save: Callable[[Path], None]) -> dict:
+    """An artefact saved into ``target`` (``-o``) when given, whole or not at all; its summary says where."""
+    from nlndl.jobs import PROGRAM_FILES
+
+    if target is not None:
+        target.publish(save, expected=PROGRAM_FILES)
+        summary["output"] = str(target.root)
+    return summary
+
+
+def warn(warnings: list[str]) -> None:
+    """Warnings on stderr; the command goes on."""
+    for warning in warnings:
+        typer.echo(warning, err=True)
+
+
+def publish_report(
+    table: str, report: dict, json_path: Path | None, plot_path: Path | None = None, plot: str = ""
+) -> None:
+    """A bench's table on stdout, then its JSON and its figure (``nlndl.bench.plot.<plot>``) where asked."""
+    typer.echo(table)
+    if json_path is not None:
+        write_json(json_path, report)
+    if plot_path is not None:
+        from nlndl.bench import plot as plots
+
+        getattr(plots, plot)(report, plot_path)
+
+
+def subgraph_line(part: dict) -> str:
+    world = f" of world {part['world']}" if part["world"] != "main" else ""
+    return f"trained on a subgraph{world}: {part['entities']:,} of {part['of']:,} constants (verified on all)"
+
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")]
+QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+FactDir = Annotated[Path | None, typer.Option("-F", "--fact-dir", help="Where .input relations' .facts files are.")]
+LayoutOption = Annotated[
+    LayoutKind,
+    typer.Option(
+        "--layout",
+        help="The valuation layout: dense (every ground atom), sparse (true facts and demanded atoms), "
+        "or auto (sparse above 2^20 dense atoms).",
+    ),
+]
+SubgraphOption = Annotated[
+    int | None,
+    typer.Option(
+        "--subgraph",
+        min=2,
+        metavar="ENTITIES",
+        help="Train on a subgraph of each world: this many constants, reached over the facts from drawn positive "
+        "examples (seeded); the rules are verified on the whole world.",
+    ),
+]
+# A Datalog program whose rules join the sketch's background: how a learned predicate (the <name>.dl of an
+# earlier train) becomes background knowledge of the next task.
+Background = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "-B",
+        "--background",
+        exists=True,
+        dir_okay=False,
+        help="A Datalog program whose rules join the sketch's background, e.g. the <name>.dl of an earlier train.",
+    ),
+]

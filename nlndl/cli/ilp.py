@@ -1,0 +1,261 @@
+"""``nlndl compile``, ``train``, ``export`` and ``check``: learning Datalog programs from sketches."""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from nlndl.cli.common import (
+    Background,
+    ClassWeight,
+    FactDir,
+    JsonOption,
+    LayoutKind,
+    LayoutOption,
+    QuietOption,
+    SubgraphOption,
+    app,
+    device_option,
+    reported,
+    saved,
+    size_option,
+    subgraph_line,
+    warn,
+)
+from nlndl.defaults import CLASS_WEIGHTS, COMPILE_MEMORY, MAX_ITERS, MAX_STEPS, NOISE_PATIENCE, TRAIN_MEMORY
+from nlndl.errors import Interrupted
+
+Sketch = Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="The program sketch (.dl).")]
+
+
+class Show(StrEnum):
+    depgraph = "depgraph"
+    strata = "strata"
+    ir = "ir"
+
+
+class Dialect(StrEnum):
+    souffle = "souffle"
+    clingo = "clingo"
+
+
+@app.command("compile")
+@reported
+def compile_command(
+    sketch: Sketch,
+    fact_dir: FactDir = None,
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Save the compiled program to this directory.")
+    ] = None,
+    json_summary: JsonOption = False,
+    show: Annotated[list[Show] | None, typer.Option(help="Also print: depgraph, strata or ir.")] = None,
+    memory_limit: Annotated[str, typer.Option(help="Refuse index arrays larger than this.")] = COMPILE_MEMORY,
+    steps: Annotated[
+        int | None, typer.Option(min=1, max=MAX_STEPS, help="Forward-chaining steps (default: derived).")
+    ] = None,
+    background: Background = None,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of sampled closed-world negatives.")] = 0,
+    layout: LayoutOption = LayoutKind.auto,
+    subgraph: SubgraphOption = None,
+) -> None:
+    """Check a program sketch and compile it to index arrays."""
+    from nlndl import jobs
+    from nlndl.show import show_depgraph, show_ir, show_strata
+
+    limit = size_option(memory_limit)
+    target = jobs.output_dir(output) if output is not None else None
+    program = jobs.compile_program(
+        sketch,
+        fact_dir,
+        memory_limit=limit,
+        steps=steps,
+        background=background or (),
+        seed=seed,
+        layout=layout.value,
+        subgraph=subgraph,
+    )
+    warn(program.warnings)
+    summary = saved(program.summary(), target, program.save)
+    if json_summary:
+        typer.echo(json.dumps(summary))
+    else:
+        learned = ", ".join(summary["learned"]) or "none"
+        lines = [
+            f"{sketch}: {summary['predicates']} predicates ({learned} learned), {len(summary['strata'])} strata, "
+            f"{summary['worlds']} world(s), {summary['steps']} steps",
+            f"  atoms {summary['atoms']:,}; substitutions {summary['substitutions']:,} kept, "
+            f"{summary['pruned']:,} pruned; index entries {summary['index_entries']:,}; {summary['bytes']:,} bytes",
+        ]
+        lines += ["  " + subgraph_line(part) for part in summary["subgraph"]]
+        if output is not None:
+            lines.append(f"  saved to {output}")
+        typer.echo("\n".join(lines))
+    for what in show or []:
+        dump = {Show.depgraph: show_depgraph, Show.strata: show_strata, Show.ir: show_ir}[what]
+        typer.echo(f"-- {what.value}\n{dump(program)}")
+
+
+@app.command("train")
+@reported
+def train_command(
+    sketch: Sketch,
+    fact_dir: FactDir = None,
+    output_dir: Annotated[
+        Path, typer.Option("-D", "--output-dir", help="Where to write <name>.dl, <name>.lp and <name>.json.")
+    ] = Path("nlndl-out"),
+    seed: Annotated[int, typer.Option(min=0, help="Random seed (same seed, same result on CPU).")] = 0,
+    restarts: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Independent initialisations trained together (default: by index entries x steps, 64 up to "
+            "64,000, 32 up to 256,000, else 16).",
+        ),
+    ] = None,
+    max_iters: Annotated[int, typer.Option(min=1, help="Iteration limit.")] = MAX_ITERS,
+    time_limit: Annotated[float | None, typer.Option(min=0.0, help="Wall-clock limit in seconds.")] = None,
+    steps: Annotated[
+        int | None, typer.Option(min=1, max=MAX_STEPS, help="Forward-chaining steps (default: the sketch's).")
+    ] = None,
+    device: Annotated[str, typer.Option(help="cpu or cuda (the same code runs on both).")] = "cpu",
+    class_weight: Annotated[
+        ClassWeight,
+        typer.Option(
+            help="A positive example's weight in the loss, against a negative's, with P positives and N "
+            "negatives: sqrt(N/P), N/P (balanced: each class half the loss) or 1 (none)."
+        ),
+    ] = CLASS_WEIGHTS[0],
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue from the checkpoint of an interrupted run.")
+    ] = False,
+    json_summary: JsonOption = False,
+    quiet: QuietOption = False,
+    memory_limit: Annotated[
+        str, typer.Option(help="Refuse compiling or training that is estimated to need more memory than this.")
+    ] = TRAIN_MEMORY,
+    background: Background = None,
+    layout: LayoutOption = LayoutKind.auto,
+    subgraph: SubgraphOption = None,
+    noise: Annotated[
+        float | None,
+        typer.Option(
+            min=0.0,
+            max=0.5,
+            help="Labels may be wrong: accept rules that clingo finds wrong on at most this fraction of the "
+            "training examples (fewest mistakes, then fewest literals; stops once the best has not improved "
+            f"for {NOISE_PATIENCE} iterations).",
+        ),
+    ] = None,
+) -> None:
+    """Learn the sketch's predicates; write the verified rules as Soufflé and clingo Datalog.
+
+    Exits 0 when clingo verifies the rules on every world (with --noise: within the allowance), 1 otherwise
+    (printing the best rules found).
+    """
+    from nlndl import jobs
+    from nlndl.progress import training_bar
+
+    talk = not (quiet or json_summary)
+    plan = jobs.plan_training(
+        sketch,
+        fact_dir,
+        output_dir,
+        seed=seed,
+        restarts=restarts,
+        max_iters=max_iters,
+        time_limit=time_limit,
+        steps=steps,
+        device=device_option(device),
+        class_weight=ClassWeight(class_weight).value,
+        resume=resume,
+        memory_limit=size_option(memory_limit),
+        background=background or (),
+        layout=layout.value,
+        subgraph=subgraph,
+        noise=noise,
+    )
+    warn(plan.program.warnings)
+    if talk:
+        warn([subgraph_line(part) for part in plan.program.summary()["subgraph"]])
+        warn(plan.notes)
+    try:
+        with training_bar(max_iters, plan.config.chain.restarts, not talk) as progress:
+            run = plan.run(progress)
+    except Interrupted as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(130) from None
+    result, stem = run.result, run.stem
+    if json_summary:
+        keys = ("solved", "accepted", "seconds", "iterations", "restarts", "rules", "accuracy")
+        typer.echo(json.dumps({k: run.record[k] for k in keys}))
+    else:
+        status = "solved (verified by clingo)" if result.solved else "NOT solved"
+        if result.accepted and not result.solved:
+            status = f"accepted under --noise {noise:g} (verified by clingo)"
+        typer.echo(
+            f"{stem}: {status} in {result.seconds:.2f} s, {result.iterations} iterations, "
+            f"{result.restarts} restarts, seed {seed}"
+        )
+        for text in result.rule_texts():
+            typer.echo(f"  {text}")
+        score = result.score
+        if result.accepted and not result.solved:
+            typer.echo(
+                f"  wrong on {score.mistakes:,} of {score.positives + score.negatives:,} training examples "
+                f"({score.false_negatives:,} positives missed, {score.false_positives:,} negatives "
+                f"derived): precision {score.precision:.3f}, recall {score.recall:.3f}, F1 {score.f1:.3f}"
+            )
+        elif not result.solved:
+            typer.echo(f"  best rules: precision {score.precision:.3f}, recall {score.recall:.3f} on the examples")
+        typer.echo(
+            f"  wrote {output_dir / (stem + '.dl')}, {output_dir / (stem + '.lp')}, {output_dir / (stem + '.json')}"
+        )
+    raise typer.Exit(0 if result.solved or result.accepted else 1)
+
+
+@app.command("export")
+@reported
+def export_command(
+    results: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="A <name>.json written by nlndl train.")],
+    dialect: Annotated[Dialect, typer.Option("--format", help="souffle (.dl) or clingo (.lp).")] = Dialect.souffle,
+) -> None:
+    """Print saved learned rules as Soufflé or clingo Datalog."""
+    from nlndl import jobs
+
+    typer.echo(jobs.export_text(results, dialect.value), nl=False)
+
+
+@app.command("check")
+@reported
+def check_command(
+    rules: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="Datalog rules (.dl syntax).")],
+    sketch: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="The sketch with the examples.")],
+    fact_dir: FactDir = None,
+    background: Background = None,
+    memory_limit: Annotated[
+        str, typer.Option(help="Refuse sketches and rules files estimated to need more memory than this.")
+    ] = COMPILE_MEMORY,
+) -> None:
+    """Run rules on a sketch's worlds with clingo; report examples they get wrong. Exit 0 if none."""
+    from nlndl import jobs
+
+    limit = size_option(memory_limit)
+    program = jobs.compile_program(sketch, fact_dir, background=background or (), memory_limit=limit)
+    warn(program.warnings)
+    score = jobs.check_rules(rules, program, memory_limit=limit)
+    typer.echo(
+        f"{rules}: {score.true_positives}/{score.positives} positive examples entailed, "
+        f"{score.false_positives}/{score.negatives} negative examples entailed (clingo)"
+    )
+    for atom in score.missed:
+        typer.echo(f"  missing: {atom}")
+    for atom in score.wrong:
+        typer.echo(f"  wrong:   {atom}")
+    unlisted = score.false_negatives - len(score.missed) + score.false_positives - len(score.wrong)
+    if unlisted:
+        typer.echo(f"  ... and {unlisted:,} more")
+    raise typer.Exit(0 if score.solved else 1)

@@ -1,0 +1,23 @@
+"""Every default that more than one layer names, in one torch-free place: the CLI's options, the compiler's checks
+and the runtime's configurations all read them from here, so that ``nlndl --help`` stays fast and no copy drifts."""
+
+from __future__ import annotations
+
+# compiling
+LAYOUTS = ("auto", "dense", "sparse")  # valuation layouts (compiler.layout); auto: sparse above 2^20 dense atoms
+MAX_STEPS = 10_000  # the most forward-chaining steps a sketch or --steps may ask for
+COMPILE_MEMORY = "2GiB"  # index arrays larger than this are refused (compile, check)
+COMPILE_MEMORY_BYTES = 2 * 1024**3
+
+# training
+MAX_ITERS = 4000  # iteration limit; Addition from seeds 0-9 needs up to 3,640 (seed 2)
+CLASS_WEIGHTS = ("sqrt", "balanced", "none")  # positive example weight vs a negative; the first is the default
+TRAIN_MEMORY = "8GiB"  # compiling or training estimated to need more is refused (train)
+TRAIN_MEMORY_BYTES = 8 * 1024**3
+NOISE_PATIENCE = 200  # with --noise: iterations without a better candidate before training stops
+
+# LDPC decoders (nlndl ldpc train, bench ldpc)
+LDPC_CODE = (48, 3, 6)  # n, variable degree, check degree of the generated regular code
+LDPC_STEPS = 1500  # Adam steps
+LDPC_BATCH = 64  # codewords per step
+LDPC_ITERATIONS = 3  # message-passing iterations while training

@@ -1,0 +1,384 @@
+"""The jobs behind the CLI's verbs, as library functions: what each verb computes and writes, with every check
+done before the long work starts. No printing and no exit codes (the CLI's business): what a user can act on is
+raised as a :class:`JobError`, a ``CompileError`` or an ``OutputError``, each with its located message. Torch is
+imported by the jobs that train, not by this module, so that compiling and checking start fast."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from nlndl import __version__
+from nlndl.compiler import DEFAULT_MEMORY_LIMIT, compile_sketch
+from nlndl.compiler.diagnostics import Diagnostics, size_text
+from nlndl.compiler.ir import CompiledProgram
+from nlndl.compiler.tanner import MatrixError, TannerGraph, read_matrix, regular_code
+from nlndl.compiler.triples import KGSketch, kg_sketch
+from nlndl.defaults import CLASS_WEIGHTS, MAX_ITERS, TRAIN_MEMORY_BYTES
+from nlndl.errors import Interrupted, JobError
+from nlndl.export import clingo_text, planned_paths, souffle_text, write_program
+from nlndl.output import OutputDir, OutputError
+from nlndl.rules import read_rules, rules_from_text
+from nlndl.verify import Score, clingo_score
+
+if TYPE_CHECKING:
+    from nlndl.decoders import DecoderTraining
+    from nlndl.learn import LearnConfig, LearnResult
+
+PROGRAM_FILES = ["program.json", "arrays.safetensors"]  # what ``compile -o`` and ``ldpc compile -o`` write
+
+
+def check_device(device: str) -> None:
+    """``device`` is cpu, cuda or cuda:N (ValueError otherwise), and a CUDA device exists when asked for."""
+    if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
+        raise ValueError(f"--device {device}: expected cpu or cuda")
+    if device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise JobError(f"error: --device {device}: no CUDA device is available (torch {torch.__version__})")
+
+
+def output_dir(path: Path, files: Sequence[str] = PROGRAM_FILES, dirs: Sequence[str] = ()) -> OutputDir:
+    """The directory ``path``, checked before the work: ``files`` may replace an earlier nlndl output there,
+    nothing else (OutputError)."""
+    directory = OutputDir(path)
+    directory.check(list(files), list(dirs))
+    return directory
+
+
+def save(directory: OutputDir, write: Callable[[Path], None], files: Sequence[str] = PROGRAM_FILES) -> None:
+    """Write an artefact into ``directory`` whole or not at all, replacing only nlndl's earlier one."""
+    directory.publish(write, expected=list(files))
+
+
+def compile_program(
+    sketch: Path,
+    fact_dir: Path | None = None,
+    *,
+    memory_limit: int = DEFAULT_MEMORY_LIMIT,
+    steps: int | None = None,
+    background: Sequence[Path] = (),
+    seed: int = 0,
+    layout: str = "auto",
+    subgraph: int | None = None,
+) -> CompiledProgram:
+    """Parse, check and compile a sketch (CompileError with every located diagnostic)."""
+    return compile_sketch(
+        Path(sketch),
+        Path(fact_dir) if fact_dir else None,
+        memory_limit=memory_limit,
+        steps=steps,
+        background=tuple(Path(b) for b in background),
+        seed=seed,
+        layout=layout,
+        subgraph=subgraph,
+    )
+
+
+@dataclass
+class TrainRun:
+    """A finished ``train``: the result, the record written as <stem>.json, and the files written."""
+
+    stem: str
+    result: LearnResult
+    record: dict
+    written: list[Path]
+
+
+@dataclass
+class TrainPlan:
+    """A ``train`` with everything checked (sketch compiled, output paths writable, checkpoint readable, memory
+    fitted), ready to run."""
+
+    sketch: Path
+    program: CompiledProgram
+    stem: str
+    out: OutputDir
+    config: LearnConfig
+    resume: bool
+    record: dict
+    notes: list[str] = field(default_factory=list)  # what was changed to fit the memory limit
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.out.root / f"{self.stem}.checkpoint"
+
+    def run(self, progress: Callable | None = None) -> TrainRun:
+        """Train, verify with clingo and write <stem>.dl, <stem>.lp, the facts and <stem>.json; a checkpoint is
+        kept while the run is unsolved (Interrupted on Ctrl-C, after saving it)."""
+        from nlndl.learn import learn
+        from nlndl.runtime.budget import BudgetError
+        from nlndl.runtime.train import CheckpointError
+
+        relative = f"{self.stem}.checkpoint"
+
+        def save_checkpoint(trainer) -> None:
+            self.out.publish(lambda staging: trainer.save(staging / relative))
+
+        try:
+            result = learn(
+                self.program,
+                self.config,
+                progress,
+                resume=self.checkpoint if self.resume else None,
+                checkpoint=save_checkpoint,
+            )
+        except KeyboardInterrupt:
+            raise Interrupted(f"interrupted: checkpoint saved to {self.checkpoint}; continue with --resume") from None
+        except CheckpointError as exc:
+            raise JobError(f"{self.checkpoint}: error: checkpoint is unusable: {exc}; it was left as it was") from None
+        except BudgetError as exc:
+            raise JobError(f"{self.sketch}: error: {exc}") from None
+        except OutputError as exc:
+            raise JobError(f"{exc}\n(the checkpoint could not be saved; what was there is unchanged)") from None
+        record = {**self.record, **result.to_json()}
+
+        def write_results(staging: Path) -> None:
+            write_program(staging, self.stem, self.program, result.rules, str(self.sketch))
+            (staging / f"{self.stem}.json").write_text(json.dumps(record, indent=1) + "\n")
+
+        try:
+            written = self.out.publish(write_results)
+        except OutputError as exc:
+            raise JobError("\n".join(["rules learned (not saved):", *result.rule_texts(), str(exc)])) from None
+        if result.solved:
+            self.out.remove_tree(relative)
+        return TrainRun(self.stem, result, record, [self.out.root / rel for rel in written])
+
+
+def plan_training(
+    sketch: Path,
+    fact_dir: Path | None = None,
+    output: Path = Path("nlndl-out"),
+    *,
+    seed: int = 0,
+    restarts: int | None = None,
+    max_iters: int = MAX_ITERS,
+    time_limit: float | None = None,
+    steps: int | None = None,
+    device: str = "cpu",
+    class_weight: str = CLASS_WEIGHTS[0],
+    resume: bool = False,
+    memory_limit: int = TRAIN_MEMORY_BYTES,
+    background: Sequence[Path] = (),
+    layout: str = "auto",
+    subgraph: int | None = None,
+    noise: float | None = None,
+) -> TrainPlan:
+    """Everything ``nlndl train`` checks before it trains: compile the sketch, check every output path (files
+    nlndl derives may replace what nlndl wrote there, never anything else), the checkpoint to resume from, and
+    fit training into ``memory_limit`` (recomputed steps, or fewer restarts when none were asked for)."""
+    from nlndl.learn import LearnConfig
+    from nlndl.runtime.budget import BudgetError, fit_training
+    from nlndl.runtime.config import ChainConfig
+    from nlndl.runtime.train import CheckpointError, TrainConfig, read_checkpoint
+
+    check_device(device)
+    sketch, background = Path(sketch), [Path(b) for b in background]
+    program = compile_program(
+        sketch,
+        fact_dir,
+        memory_limit=memory_limit,
+        steps=steps,
+        background=background,
+        seed=seed,
+        layout=layout,
+        subgraph=subgraph,
+    )
+    stem = "_".join(sorted(program.learned)) or sketch.stem
+    relative = f"{stem}.checkpoint"
+    checkpoint = Path(output) / relative
+    if resume:
+        if not (checkpoint / "checkpoint.json").is_file():
+            raise JobError(f"{checkpoint}: error: no checkpoint to resume from")
+        try:
+            read_checkpoint(checkpoint)
+        except CheckpointError as exc:
+            raise JobError(f"{checkpoint}: error: checkpoint is unusable: {exc}; it was left as it was") from None
+    files, dirs = planned_paths(stem, program)
+    saved = [f"{relative}/checkpoint.json", f"{relative}/checkpoint.safetensors"]
+    out = OutputDir(Path(output))
+    if resume:
+        out.adopted.update(saved)  # the checkpoint continued from is replaced by its continuation
+    out.check([*files, f"{stem}.json", *saved], [*dirs, relative])
+    chain = ChainConfig(restarts=restarts, class_weight=class_weight).for_program(program)
+    try:
+        fitted = fit_training(program, chain, memory_limit, restarts_given=restarts is not None)
+    except BudgetError as exc:
+        raise JobError(f"{sketch}: error: {exc}") from None
+    notes = []
+    if fitted != chain:
+        fewer = f", {fitted.restarts} restarts instead of {chain.restarts}" if fitted.restarts != chain.restarts else ""
+        notes.append(f"training within {size_text(memory_limit)}: steps recomputed in the backward pass{fewer}")
+    config = LearnConfig(
+        train=TrainConfig(seed=seed, max_iters=max_iters, time_limit=time_limit),
+        chain=fitted,
+        device=device,
+        memory_limit=memory_limit,
+        noise=noise,
+    )
+    record = {
+        "nlndl": __version__,
+        "sketch": str(sketch.resolve()),
+        "fact_dir": str(Path(fact_dir).resolve()) if fact_dir else None,
+        "background": [str(b.resolve()) for b in background],
+        "seed": seed,
+        "class_weight": class_weight,
+        "subgraph": subgraph,
+    }
+    return TrainPlan(sketch, program, stem, out, config, resume, record, notes)
+
+
+def read_record(results: Path) -> dict:
+    """A <name>.json written by ``nlndl train``, its fields checked (JobError located at the file otherwise)."""
+    try:
+        record = json.loads(Path(results).read_text())
+        rules, seed, subgraph = record["rules"], int(record.get("seed", 0)), record.get("subgraph")
+        Path(record["sketch"])
+        if not isinstance(rules, list) or not all(isinstance(r, str) for r in rules):
+            raise TypeError("'rules' is not a list of strings")
+        if seed < 0:
+            raise ValueError(f"'seed' is negative ({seed})")
+        if subgraph is not None and (not isinstance(subgraph, int) or subgraph < 2):
+            raise TypeError("'subgraph' is not a whole number of at least 2")
+        if not isinstance(record.get("background", []), list):
+            raise TypeError("'background' is not a list")
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise JobError(f"{results}:1:1: error: not a results file written by nlndl train ({exc})") from None
+    return record
+
+
+def export_text(results: Path, dialect: str = "souffle") -> str:
+    """The rules a ``train`` recorded in ``results``, as Soufflé (``.dl``) or clingo (``.lp``) Datalog. The
+    sketch is compiled again (with the subgraph trained on, cheap where the whole world is not) for its names."""
+    record = read_record(results)
+    sketch = Path(record["sketch"])
+    if not sketch.exists():
+        raise JobError(f"{results}: error: its sketch {sketch} no longer exists")
+    program = compile_program(
+        sketch,
+        Path(record["fact_dir"]) if record.get("fact_dir") else None,
+        background=[Path(b) for b in record.get("background", [])],
+        seed=int(record.get("seed", 0)),
+        subgraph=record.get("subgraph"),
+    )
+    rules = rules_from_text("\n".join(record["rules"]) + "\n", program, f"{results}#rules")
+    render = souffle_text if dialect == "souffle" else clingo_text
+    return render(program, rules, str(sketch))
+
+
+def check_rules(
+    rules: Path,
+    sketch: Path | CompiledProgram,
+    fact_dir: Path | None = None,
+    background: Sequence[Path] = (),
+    memory_limit: int = DEFAULT_MEMORY_LIMIT,
+) -> Score:
+    """Run a rules file on a sketch's worlds with clingo: the examples they get right and wrong."""
+    program = sketch
+    if not isinstance(sketch, CompiledProgram):
+        program = compile_program(sketch, fact_dir, background=background, memory_limit=memory_limit)
+    return clingo_score(program, read_rules(Path(rules), program, memory_limit=memory_limit))
+
+
+def write_kg_sketch(
+    directory: Path,
+    target: str,
+    output: Path,
+    negatives: int = 2,
+    seed: int = 0,
+    variables: int = 3,
+    memory_limit: int = DEFAULT_MEMORY_LIMIT,
+) -> KGSketch:
+    """Write OUTPUT/sketch.dl and the .facts files learning ``target`` of a graph in the Neural LP layout."""
+    diags = Diagnostics()
+    made = kg_sketch(Path(directory), target, diags, negatives, seed, variables, memory_limit)
+    if made is None:
+        raise JobError(diags.render())
+    files = ["sketch.dl", *(f"{name}.facts" for name in made.facts)]
+    out = output_dir(Path(output), files)
+
+    def write(staging: Path) -> None:
+        (staging / "sketch.dl").write_text(made.text)
+        for name, text in made.facts.items():
+            (staging / f"{name}.facts").write_text(text)
+
+    save(out, write, files)
+    return made
+
+
+def tanner_graph(matrix: Path | None = None, generate: str | None = None, seed: int = 0) -> TannerGraph:
+    """The code of ``matrix`` (a located JobError on a bad file), else of ``generate`` "N,DV,DC" (ValueError on
+    a bad specification)."""
+    if matrix is not None:
+        try:
+            return TannerGraph.from_matrix(read_matrix(Path(matrix)), source=str(matrix))
+        except MatrixError as exc:
+            raise JobError(str(exc)) from None
+    n, dv, dc = (int(x) for x in (generate or "").split(","))
+    return regular_code(n, dv, dc, seed)
+
+
+def saved_tanner_graph(directory: Path) -> TannerGraph:
+    """The Tanner graph ``nlndl ldpc compile -o DIR`` saved (a located JobError on anything else)."""
+    try:
+        return TannerGraph.load(Path(directory))
+    except ValueError as exc:
+        raise JobError(f"{directory}: error: {exc}") from None
+
+
+DECODER_FILES = ["decoder.json", "decoder.safetensors"]
+CODEWORD_BYTES = 16  # per bit of a test codeword: the word, its erasures, channel messages and decisions
+EVAL_MEMORY = 2 * 1024**3
+
+
+def train_ldpc_decoder(
+    output: Path,
+    graph: TannerGraph,
+    training: DecoderTraining | None = None,
+    progress: Callable[[str], None] | None = None,
+    memory_limit: int = TRAIN_MEMORY_BYTES,
+) -> dict:
+    """Train a recurrent erasure decoder on ``graph`` and save it to ``output`` (weights as safetensors, settings
+    as JSON); the summary, with the formulas an NLN decoder learned."""
+    from nlndl import decoders
+    from nlndl.runtime.budget import BudgetError
+
+    target = output_dir(Path(output), DECODER_FILES)
+    training = training or decoders.DecoderTraining()
+    try:
+        trained, history = decoders.train_decoder(graph, training, progress, memory_limit)
+    except BudgetError as exc:
+        raise JobError(f"error: {exc}") from None
+    save(target, lambda staging: decoders.save_decoder(staging, trained, training, history), DECODER_FILES)
+    summary = {k: v for k, v in history.items() if k != "curve"}
+    summary["output"] = str(output)
+    if trained.shape.kind == "nln":
+        summary["formulas"] = decoders.formulas(trained)
+    return summary
+
+
+def evaluate_ldpc_decoder(
+    directory: Path, graph: TannerGraph, eps: Sequence[float], ts: Sequence[int], codewords: int, seed: int = 0
+) -> list[dict]:
+    """BER and WER of the decoder saved in ``directory``, BP and ML on the same random codewords of ``graph``."""
+    from nlndl import decoders
+
+    try:
+        trained, _ = decoders.load_decoder(Path(directory))
+    except ValueError as exc:
+        raise JobError(f"error: {exc}") from None
+    need = codewords * int(graph.meta["n"]) * CODEWORD_BYTES
+    if need > EVAL_MEMORY:
+        raise JobError(
+            f"error: --codewords {codewords:,} of length {graph.meta['n']} need about {need / 2**30:.1f} GiB "
+            f"of codewords and erasures, over {EVAL_MEMORY / 2**30:.0f} GiB; use fewer --codewords"
+        )
+    try:
+        return decoders.compare(graph, {trained.shape.kind: trained}, list(eps), list(ts), codewords, seed)
+    except ValueError as exc:
+        raise JobError(f"error: {exc}") from None

@@ -1,0 +1,166 @@
+"""A learned predicate's parameters: its NLN's membership weights per restart, the safety gate that keeps
+its DNF terms readable as safe clauses, and the per-run preparation of its crisp columns."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from nlndl.compiler.ir import LearnedIR
+from nlndl.runtime.config import ChainConfig
+from nlndl.runtime.init import initialise
+from nlndl.runtime.nln import (
+    Fuzzy,
+    Prepared,
+    Variants,
+    fuzzy_any,
+    log_keep,
+    split_dnf_log_none,
+    split_nln_forward,
+)
+
+
+class SafetyGate(nn.Module):
+    """A data-independent factor per DNF term that is 1 exactly when the term reads as a Datalog clause
+    that is safe and within the pruning assumption, and 0 otherwise (for crisp memberships):
+
+    - every head variable occurs in a selected positive atom;
+    - every variable of a selected negated atom occurs in a selected positive atom;
+    - when the substitutions were pruned, every extra variable that occurs at all occurs in a selected
+      positive extensional atom (the class of clauses whose pruned and full semantics agree, see
+      docs/language.md).
+    """
+
+    def __init__(self, ir: LearnedIR, learned: set[str]) -> None:
+        super().__init__()
+        n_vars = len(ir.var_types)
+        contains = torch.zeros(len(ir.inputs), n_vars)
+        extensional = torch.zeros(len(ir.inputs), 1)
+        for i, atom in enumerate(ir.inputs):
+            for v in atom.vars:
+                contains[i, v] = 1.0
+            extensional[i] = float(atom.predicate not in learned)
+        self.negation, self.arity, self.pruned = ir.negation, ir.arity, ir.pruned
+        self.register_buffer("contains", contains, persistent=False)
+        self.register_buffer("extensional", contains * extensional, persistent=False)
+
+    def forward(self, inner: torch.Tensor) -> torch.Tensor:
+        """inner memberships (K, T, L or 2L) -> gate (K, T)."""
+        n = self.contains.shape[0]
+        positive, negated = inner[..., :n], inner[..., n:]
+        bound = fuzzy_any(positive, self.contains)  # (K, T, V)
+        gate = bound[..., : self.arity].prod(-1)
+        used = bound
+        if self.negation:
+            in_negated = fuzzy_any(negated, self.contains)
+            gate = gate * (1.0 - in_negated * (1.0 - bound)).prod(-1)
+            used = 1.0 - (1.0 - bound) * (1.0 - in_negated)
+        if not self.pruned:
+            return gate
+        extra = slice(self.arity, None)
+        grounded = fuzzy_any(positive, self.extensional)
+        return gate * (1.0 - used[..., extra] * (1.0 - grounded[..., extra])).prod(-1)
+
+
+class PredicateFunction(nn.Module):
+    """F_p for one learned predicate, one independent NLN per restart."""
+
+    def __init__(self, ir: LearnedIR, config: ChainConfig, learned: set[str]) -> None:
+        super().__init__()
+        self.ir, self.c = ir, config.c
+        self.gate = SafetyGate(ir, learned) if ir.form == "dnf" and config.safety else None
+        width = len(ir.inputs) * (2 if ir.negation else 1)
+        self.inner = nn.Parameter(torch.empty(config.restarts, ir.terms, width))
+        self.outer = nn.Parameter(torch.empty(config.restarts, ir.terms))
+        self.inner_init, self.outer_init = config.inner_init, config.outer_init
+        self.power = config.fuzzy == "power"
+        crisp = [i for i, a in enumerate(ir.inputs) if a.predicate not in learned]
+        fuzzy = [i for i, a in enumerate(ir.inputs) if a.predicate in learned]
+        n = len(ir.inputs)
+        self.crisp_inputs, self.fuzzy_inputs = crisp, fuzzy
+        columns = (lambda idx: idx + [n + i for i in idx]) if ir.negation else (lambda idx: idx)
+        self.register_buffer("crisp_columns", torch.tensor(columns(crisp), dtype=torch.long), persistent=False)
+        self.register_buffer("fuzzy_columns", torch.tensor(columns(fuzzy), dtype=torch.long), persistent=False)
+        # negated columns of predicates that depend on this one (stratified negation) have membership 0
+        allowed = None
+        if ir.negation and any(a.predicate not in ir.negated for a in ir.inputs):
+            allowed = torch.tensor([1.0] * n + [float(a.predicate in ir.negated) for a in ir.inputs])
+        self.register_buffer("allowed", allowed, persistent=False)
+        self.reset(torch.arange(config.restarts))
+
+    def reset(self, restarts: torch.Tensor, generator: torch.Generator | None = None) -> None:
+        """Re-initialise the given restarts (all at construction; NaN or stalled ones during training)."""
+        self.reset_terms(restarts, torch.ones(len(restarts), self.outer.shape[1], dtype=torch.bool), generator)
+
+    @torch.no_grad()
+    def reset_terms(
+        self, restarts: torch.Tensor, terms: torch.Tensor, generator: torch.Generator | None = None
+    ) -> None:
+        """Re-initialise the terms flagged in ``terms`` (len(restarts), T) of the given restarts, keeping the
+        others: a fresh draw for every term of each restart, copied where flagged."""
+        for k, flags in zip(restarts.tolist(), terms.to(self.inner.device), strict=True):
+            inner, outer = torch.empty_like(self.inner[k]), torch.empty_like(self.outer[k])
+            initialise(inner, self.inner_init, self.c, generator)
+            initialise(outer, self.outer_init, self.c, generator)
+            self.inner[k] = torch.where(flags[:, None], inner, self.inner[k])
+            self.outer[k] = torch.where(flags, outer, self.outer[k])
+
+    def memberships(
+        self, threshold: float | None = None, variants: Variants | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Inner (K, T, L) and outer (K, T) memberships; with ``threshold``, each read as 0 or 1 (the rules);
+        with ``variants``, those of the restarts it names, with the terms it drops switched off."""
+        inner, outer = torch.sigmoid(self.c * self.inner), torch.sigmoid(self.c * self.outer)
+        if self.allowed is not None:
+            inner = inner * self.allowed
+        if variants is not None:
+            inner, outer = inner[variants.rows], outer[variants.rows]
+        if threshold is not None:
+            inner, outer = (inner > threshold).to(inner.dtype), (outer > threshold).to(outer.dtype)
+        if variants is not None and self.ir.predicate in variants.keep:
+            outer = outer * variants.keep[self.ir.predicate]
+        if variants is not None and self.ir.predicate in variants.body:
+            inner = inner * variants.body[self.ir.predicate]
+        return inner, outer
+
+    def crisp_factors(self, crisp: torch.Tensor) -> torch.Tensor:
+        """The gathered crisp columns (S, Lc) of one world as the exponents of (1 - m) in the first level's
+        product: 1 - x for DNF, x for CNF, negated columns appended. Fixed for a world: computed once."""
+        if self.ir.negation:
+            crisp = torch.cat([crisp, 1.0 - crisp], dim=-1)
+        return 1.0 - crisp if self.ir.form == "dnf" else crisp
+
+    def prepare(
+        self,
+        factors: torch.Tensor,
+        rows: torch.Tensor | None = None,
+        threshold: float | None = None,
+        variants: Variants | None = None,
+    ) -> Prepared:
+        """Everything a run's steps share, from one world's :meth:`crisp_factors` (for a predicate with no
+        learned candidate atoms, its distinct rows, with ``rows`` saying which one each substitution has,
+        see :func:`distinct_rows`); with ``threshold``, for the crisp program read from the memberships
+        (see :meth:`memberships` for ``variants``)."""
+        inner, outer = self.memberships(threshold, variants)
+        gate = self.gate(inner) if self.gate is not None else None
+        logs = log_keep(inner)
+        k, terms, _ = logs.shape
+        # (K * T, Lc) @ (Lc, U): one matrix product for all restarts, whose crisp inputs are the same
+        weights = logs[..., self.crisp_columns].reshape(k * terms, -1)
+        base = torch.matmul(weights, factors.mT).reshape(k, terms, -1)
+        fuzzy = logs[..., self.fuzzy_columns] if self.power else None
+        if fuzzy is not None and self.ir.form == "dnf":
+            base = base + fuzzy.sum(-1, keepdim=True)
+        return Prepared(base, inner[..., self.fuzzy_columns], outer, gate, fuzzy, rows)
+
+    def forward(self, fuzzy: Fuzzy, prep: Prepared) -> torch.Tensor:
+        """Gathered fuzzy candidate atoms, column-major (K, Lf, S), or where to read them -> (K, S) value of F_p."""
+        if self.ir.negation and isinstance(fuzzy, torch.Tensor):
+            fuzzy = torch.cat([fuzzy, 1.0 - fuzzy], dim=-2)
+        return prep.spread(split_nln_forward(fuzzy, prep, self.ir.form))
+
+    def log_none(self, fuzzy: Fuzzy, prep: Prepared) -> torch.Tensor:
+        """log(1 - F_p) (K, S) of a DNF, for the OR over substitutions without an exp and a log between."""
+        if self.ir.negation and isinstance(fuzzy, torch.Tensor):
+            fuzzy = torch.cat([fuzzy, 1.0 - fuzzy], dim=-2)
+        return prep.spread(split_dnf_log_none(fuzzy, prep))

@@ -1,0 +1,63 @@
+"""One world's index arrays as tensors on the model's device: what every forward-chaining step reads."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from nlndl.runtime.grid import ColumnGrid, column_grid
+from nlndl.runtime.predicate import PredicateFunction
+
+# a predicate with no learned candidate atoms runs on distinct rows only where they are at most this
+# share of its substitutions (sorting: 6,232 of 38,016); above it little is saved, and spreading the rows
+# back to the substitutions is one more copy
+DISTINCT_ROWS_SHARE = 0.5
+
+
+def distinct_rows(factors: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The distinct rows of a world's crisp factors (S, Lc) and, per substitution, the index of its row
+    (None where deduplicating would not pay): for a predicate that reads no learned atom, substitutions
+    that see the same extensional atoms have the same value, so F_p runs on U distinct rows instead of S.
+    (With learned atoms the crisp part alone could be shared, but its product runs once per run, not
+    once per step: sharing it measured no faster on the runtime benchmark's programs.)"""
+    if factors.numel() == 0:
+        return factors, None
+    unique, rows = torch.unique(factors, dim=0, return_inverse=True)
+    if unique.shape[0] > DISTINCT_ROWS_SHARE * factors.shape[0]:
+        return factors, None
+    return unique, rows
+
+
+class WorldTensors(nn.Module):
+    """One world's index arrays as (non-trainable) buffers on the model's device."""
+
+    def __init__(self, world, learned: dict[str, PredicateFunction]) -> None:
+        super().__init__()
+        self.name = world.name
+        self.register_buffer("valuation", torch.from_numpy(world.valuation.copy()), persistent=False)
+        self.register_buffer("example_slots", torch.from_numpy(world.example_slots.copy()), persistent=False)
+        self.register_buffer("example_labels", torch.from_numpy(world.example_labels.copy()), persistent=False)
+        self.ranges: dict[str, tuple[int, int]] = {}
+        for p, function in learned.items():
+            gather = world.gather(p)
+            # extensional atoms keep their values during a run: store the values, not where to gather them
+            crisp = torch.from_numpy(world.valuation[gather[:, function.crisp_inputs]])
+            # column-major (Lf, S): gathered as (K, Lf, S), the operand the first level's product wants
+            fuzzy = torch.from_numpy(np.ascontiguousarray(gather[:, function.fuzzy_inputs].T))
+            factors, rows = function.crisp_factors(crisp), None
+            if not function.fuzzy_inputs:
+                factors, rows = distinct_rows(factors)
+            self.register_buffer(f"crisp_{p}", factors, persistent=False)
+            self.register_buffer(f"crisp_rows_{p}", rows, persistent=False)
+            self.register_buffer(f"gather_fuzzy_{p}", fuzzy, persistent=False)
+            local = world.scatter(p) - world.layout[p].offset
+            self.register_buffer(f"scatter_{p}", torch.from_numpy(local.copy()), persistent=False)
+            self.ranges[p] = (world.layout[p].offset, world.layout[p].size)
+            grid = column_grid(function.ir, function.fuzzy_inputs, world) if function.power else None
+            self.add_module(f"grid_{p}", grid)
+
+    def fuzzy_columns(self, predicate: str) -> torch.Tensor | ColumnGrid:
+        """How a step reads the predicate's fuzzy columns: its grid where it has one, else the gather index."""
+        grid = getattr(self, f"grid_{predicate}")
+        return grid if grid is not None else getattr(self, f"gather_fuzzy_{predicate}")
