@@ -79,6 +79,10 @@ def compile_program(
     )
 
 
+def _unusable(checkpoint: Path, exc: Exception) -> JobError:
+    return JobError(f"{checkpoint}: error: checkpoint is unusable: {exc}; it was left as it was")
+
+
 @dataclass
 class TrainRun:
     """A finished ``train``: the result, the record written as <stem>.json, and the files written."""
@@ -130,7 +134,7 @@ class TrainPlan:
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted: checkpoint saved to {self.checkpoint}; continue with --resume") from None
         except CheckpointError as exc:
-            raise JobError(f"{self.checkpoint}: error: checkpoint is unusable: {exc}; it was left as it was") from None
+            raise _unusable(self.checkpoint, exc) from None
         except BudgetError as exc:
             raise JobError(f"{self.sketch}: error: {exc}") from None
         except OutputError as exc:
@@ -198,7 +202,7 @@ def plan_training(
         try:
             read_checkpoint(checkpoint)
         except CheckpointError as exc:
-            raise JobError(f"{checkpoint}: error: checkpoint is unusable: {exc}; it was left as it was") from None
+            raise _unusable(checkpoint, exc) from None
     files, dirs = planned_paths(stem, program)
     saved = [f"{relative}/checkpoint.json", f"{relative}/checkpoint.safetensors"]
     out = OutputDir(Path(output))
