@@ -35,6 +35,13 @@ def test_compiler_never_imports_torch():
     assert result.returncode == 0, result.stderr
 
 
+def test_loading_the_cli_imports_neither_torch_nor_the_compiler():
+    """`nlndl --help` and option errors answer at once: each command imports what it needs when it runs."""
+    script = "import sys, nlndl.cli; assert not {'torch', 'nlndl.compiler'} & set(sys.modules), sorted(sys.modules)"
+    result = run_python(script)
+    assert result.returncode == 0, result.stderr[-500:]
+
+
 def test_cli_module_never_imports_click():
     for path in [p for folder in ("nlndl", "compiler", "runtime") for p in (ROOT / folder).rglob("*.py")]:
         text = path.read_text()
