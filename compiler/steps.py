@@ -19,7 +19,6 @@ from scipy.sparse.csgraph import shortest_path
 from nlndl.compiler import depgraph
 from nlndl.compiler.check import Checked
 from nlndl.compiler.crisp import Database
-from nlndl.compiler.depgraph import build_graph
 
 MAX_SOURCES = 2000  # breadth-first searches per cyclic relation: exact up to this many constants,
 SEARCH_WORK = 200_000_000  # and fewer on larger graphs: sources x (nodes + edges) at most this
@@ -28,8 +27,13 @@ SEARCH_WORK = 200_000_000  # and fewer on larger graphs: sources x (nodes + edge
 def layers(checked: Checked) -> int:
     """Longest chain of learned predicates that depend on each other, each recursive component once."""
     learned = set(checked.learned)
-    edges = [(q, spec.predicate, False) for spec in checked.learned.values() for q in spec.body if q in learned]
-    return depgraph.layers(build_graph([e for e in edges if e[0] != e[1]], sorted(learned)))
+    edges = [
+        (q, spec.predicate, False)
+        for spec in checked.learned.values()
+        for q in spec.body
+        if q in learned and q != spec.predicate
+    ]
+    return depgraph.layers(depgraph.build_graph(edges, sorted(learned)))
 
 
 def longest_chain(databases: Iterable[Database], skip: set[str]) -> int:

@@ -79,6 +79,11 @@ def compile_program(
     )
 
 
+def checkpoint_name(stem: str) -> str:
+    """The directory, inside the output directory, of an unfinished run's checkpoint."""
+    return f"{stem}.checkpoint"
+
+
 def _unusable(checkpoint: Path, exc: Exception) -> JobError:
     return JobError(f"{checkpoint}: error: checkpoint is unusable: {exc}; it was left as it was")
 
@@ -109,7 +114,7 @@ class TrainPlan:
 
     @property
     def checkpoint(self) -> Path:
-        return self.out.root / f"{self.stem}.checkpoint"
+        return self.out.root / checkpoint_name(self.stem)
 
     def run(self, progress: Callable | None = None) -> TrainRun:
         """Train, verify with clingo and write <stem>.dl, <stem>.lp, the facts and <stem>.json; a checkpoint is
@@ -118,7 +123,7 @@ class TrainPlan:
         from nlndl.runtime.budget import BudgetError
         from nlndl.runtime.train import CheckpointError
 
-        relative = f"{self.stem}.checkpoint"
+        relative = checkpoint_name(self.stem)
 
         def save_checkpoint(trainer) -> None:
             self.out.publish(lambda staging: trainer.save(staging / relative))
@@ -194,7 +199,7 @@ def plan_training(
         subgraph=subgraph,
     )
     stem = "_".join(sorted(program.learned)) or sketch.stem
-    relative = f"{stem}.checkpoint"
+    relative = checkpoint_name(stem)
     checkpoint = Path(output) / relative
     if resume:
         if not (checkpoint / "checkpoint.json").is_file():

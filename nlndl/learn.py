@@ -169,6 +169,16 @@ class Allowance:
         positives = int((labels > 0.5).sum())
         return cls(math.floor(noise * positives + 1e-9), math.floor(noise * (labels.size - positives) + 1e-9))
 
+    @property
+    def total(self) -> int:
+        return self.missed + self.derived
+
+    @property
+    def worth_scoring(self) -> int:
+        """The most mistakes a restart may show before extraction and still be scored: none without noise;
+        with it, twice the allowance and two more, since extracting and simplifying may still bring it within."""
+        return 2 * self.total + 2 if self.total else 0
+
     def admits(self, score: Score) -> bool:
         return score.false_negatives <= self.missed and score.false_positives <= self.derived
 
@@ -223,7 +233,7 @@ class Learner:
         missed, derived = self.mistakes(model)
         grid_wrong = missed + derived
         examples = sum(int(w.example_slots.numel()) for w in model.worlds)
-        allowed = self.allowance.missed + self.allowance.derived
+        allowed = self.allowance.total
         order = torch.argsort(torch.nan_to_num(losses, nan=float("inf"))).tolist()
         misses = [r for r in order if grid_wrong[r] > 0]  # by loss
         fewest = sorted(misses, key=lambda r: float(grid_wrong[r]))[:PRUNED_PER_CHECK]
@@ -237,7 +247,7 @@ class Learner:
             wrong, dropped = int(grid_wrong[restart]), Drops()
             if restart in near:
                 dropped, wrong = drop_parts(model, restart, threshold, wrong, atoms=True)
-            if wrong > (allowed and 2 * allowed + 2):  # with noise, extracting and simplifying may still fit
+            if wrong > self.allowance.worth_scoring:
                 accuracy = 1.0 - wrong / max(examples, 1)
                 if self.best is None or accuracy > self.best[0]:
                     self.best = (accuracy, self.rules(model, restart, dropped), None)
@@ -251,7 +261,7 @@ class Learner:
             score = crisp_score(self.program, rules)
             if self.best is None or score.accuracy > self.best[0]:
                 self.best = (score.accuracy, rules, score)
-            if score.mistakes > (allowed and 2 * allowed + 2):
+            if score.mistakes > self.allowance.worth_scoring:
                 continue
             # simplify keeps only changes after which the crisp evaluator finds no more mistakes (with noise:
             # that cost no more than they save in description length, mistakes + literals)

@@ -52,8 +52,8 @@ def usage(message: str) -> NoReturn:
 
 
 def reported(command: Callable) -> Callable:
-    """A command whose library errors (located messages) end in that message and exit 1, bad option values
-    (ValueError from the library's checks) in exit 2."""
+    """A command whose library errors (CompileError, JobError, OutputError: located messages) end in that
+    message and exit 1."""
 
     @functools.wraps(command)
     def run(*args, **kwargs):
@@ -108,10 +108,10 @@ def check_outputs(*paths: Path | None, plot: Path | None = None) -> None:
 
 def saved(summary: dict, target: OutputDir | None, save: Callable[[Path], None]) -> dict:
     """An artefact saved into ``target`` (``-o``) when given, whole or not at all; its summary says where."""
-    from nlndl.jobs import PROGRAM_FILES
+    from nlndl import jobs
 
     if target is not None:
-        target.publish(save, expected=PROGRAM_FILES)
+        jobs.save(target, save)
         summary["output"] = str(target.root)
     return summary
 
