@@ -3,10 +3,12 @@
 The layout is Neural LP's (``head<TAB>relation<TAB>tail``): ``facts.txt`` the background graph, ``train.txt``
 the training triples, ``valid.txt`` and ``test.txt`` held out, ``entities.txt`` the entities. Each relation
 becomes a binary relation of the sketch (its name made an identifier where it is not one), read from a
-``.facts`` file. The target's triples of facts.txt and train.txt are its positive examples. A knowledge
-graph is open world, a missing triple unknown rather than false, so the negatives are not the closed
-world: each positive's head or tail is replaced by an entity drawn with the seed, keeping only triples
-that no split except test.txt holds (a negative that is true in the test split would leak it).
+``.facts`` file. As in Neural LP's protocol, facts.txt is the graph the rules read, the target's own
+triples there too (as ``<target>_fact``, so that a rule may say "the brother of a sister"), and the
+target's triples of train.txt are its positive examples. A knowledge graph is open world, a missing
+triple unknown rather than false, so the negatives are not the closed world: each positive's head or
+tail is replaced by an entity drawn with the seed, keeping only triples that no split except test.txt
+holds (a negative that is true in the test split would leak it).
 """
 
 from __future__ import annotations
@@ -58,6 +60,17 @@ def identifiers(names: list[str]) -> dict[str, str]:
         out[name] = ident
         taken.add(ident)
     return out
+
+
+FACT = "\0fact"  # key of the target's own facts.txt triples among the background relations (no relation's name)
+
+
+def fact_name(target: str, taken: set[str]) -> str:
+    """The identifier of the target's known triples: ``<target>_fact``, numbered where a relation has it."""
+    name, k = f"{target}_fact", 2
+    while name in taken:
+        name, k = f"{target}_fact_{k}", k + 1
+    return name
 
 
 def quote(text: str) -> str:
@@ -130,22 +143,30 @@ def kg_sketch(
         entities = sorted({e for rows in split.values() for h, _, t in rows for e in (h, t)})
     if diags:
         return None
-    background = {r: [] for r in names if r != target}
+    background: dict[str, list[tuple[str, str]]] = {r: [] for r in names}
     for h, r, t in split["facts"]:
-        if r != target:
-            background[r].append((h, t))
-    positives = sorted({(h, t) for h, r, t in split["facts"] + split["train"] if r == target})
+        background[r].append((h, t))
+    if background[target]:  # the target's known triples, under a name of their own
+        ident = {**ident, FACT: fact_name(ident[target], set(ident.values()))}
+        background[FACT] = background.pop(target)
+    else:
+        del background[target]
+    positives = sorted({(h, t) for h, r, t in split["train"] if r == target})
+    if not positives:
+        diags.error(Span(str(directory / "train.txt"), 1, 1), f"no triple of {target!r} in train.txt to learn from")
+        return None
     known = {(h, t) for name in ("facts", "train", "valid") for h, r, t in split[name] if r == target}
     drawn = corrupt(positives, entities, known, negatives, np.random.default_rng([seed, 11]))
     body = ", ".join(ident[r] for r in background)
     lines = [
         f"// {target} from the knowledge graph {directory.name} (nlndl kg sketch --target {target} "
         f"--negatives {negatives} --seed {seed})",
-        "// background: facts.txt; positives: the target's triples of facts.txt and train.txt; negatives: "
+        "// background: facts.txt; positives: the target's triples of train.txt; negatives: "
         "their heads or tails corrupted (open world: no closed world)",
     ]
     for r in background:
-        renamed = f"  // {r}" if ident[r] != r else ""
+        original = f"{target} of facts.txt" if r == FACT else r
+        renamed = f"  // {original}" if ident[r] != original else ""
         lines += [f".decl {ident[r]}(head: symbol, tail: symbol){renamed}", f".input {ident[r]}"]
     lines += [f".decl {ident[target]}(head: symbol, tail: symbol)"]
     lines += [f".learn {ident[target]}(vars={vars}, body=[{body}])"]

@@ -25,9 +25,13 @@ class Names:
 
     @classmethod
     def for_program(cls, program: CompiledProgram) -> Names:
+        return cls.for_relations(list(program.relations))
+
+    @classmethod
+    def for_relations(cls, relations: list[str]) -> Names:
         forward: dict[str, str] = {}
-        taken = {n for n in program.relations if SAFE.match(n)}
-        for name in program.relations:
+        taken = {n for n in relations if SAFE.match(n)}
+        for name in relations:
             if SAFE.match(name):
                 forward[name] = name
                 continue

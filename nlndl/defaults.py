@@ -16,6 +16,12 @@ TRAIN_MEMORY = "8GiB"  # compiling or training estimated to need more is refused
 TRAIN_MEMORY_BYTES = 8 * 1024**3
 NOISE_PATIENCE = 200  # with --noise: iterations without a better candidate before training stops
 
+# knowledge graphs (kg sketch, kg train, bench kg)
+KG_NEGATIVES = 2  # corrupted triples per positive
+KG_VARS = 3  # variables of a learned clause
+KG_TIME_LIMIT = 60.0  # seconds of training per relation
+KG_NOISE = 0.1  # accept a relation's rules wrong on at most this fraction of each class
+
 # LDPC decoders (nlndl ldpc train, bench ldpc)
 LDPC_CODE = (48, 3, 6)  # n, variable degree, check degree of the generated regular code
 LDPC_STEPS = 1500  # Adam steps

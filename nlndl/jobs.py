@@ -391,3 +391,98 @@ def evaluate_ldpc_decoder(
         return decoders.compare(graph, {trained.shape.kind: trained}, list(eps), list(ts), codewords, seed)
     except ValueError as exc:
         raise JobError(f"error: {exc}") from None
+
+
+KG_FILES = ["rules.dl", "rules.lp", "facts.lp", "rules.json"]
+
+
+@dataclass
+class KGTraining:
+    """What ``nlndl kg train`` learned and wrote: each relation's rules, and how clingo's closure of the
+    exported program compares with nlndl's crisp evaluator's."""
+
+    learned: list  # list[nlndl.kg.RelationRules]
+    derived: int  # new triples (not known) the exported program derives, by clingo
+    agree: bool  # clingo and the crisp evaluator derive the same triples
+    files: list[Path]
+    report: dict = field(default_factory=dict)
+
+
+def kg_output_files(directory: Path, relations: list[str] | None, memory_limit: int) -> tuple[list[str], list[str]]:
+    """The relations to learn and every file ``nlndl kg train`` writes for them (read from the graph)."""
+    from nlndl.compiler.triples import fact_name, identifiers
+    from nlndl.datalog import Names
+    from nlndl.kg import Graph, checked_relations
+
+    graph = Graph.read(Path(directory), memory_limit)
+    chosen = checked_relations(graph, relations, Path(directory))
+    ident = identifiers(graph.relations)
+    held = set(ident.values())
+    held |= {fact_name(ident[r], set(ident.values())) for r in chosen if graph.pairs(r, ("facts",))}
+    names = Names.for_relations(sorted(held))
+    return chosen, [*KG_FILES, *(f"{names(i)}.facts" for i in sorted(held))]
+
+
+def train_kg(
+    directory: Path,
+    output: Path,
+    relations: list[str] | None = None,
+    config: object | None = None,
+    progress: Callable[[int, int, str, object | None], None] | None = None,
+) -> KGTraining:
+    """Learn every relation (or those named) of a graph in the Neural LP layout and write OUTPUT/rules.dl,
+    rules.lp, their facts and rules.json; the exported program is run by clingo and by nlndl's crisp evaluator,
+    which must agree. ``config``: a :class:`nlndl.kg.KGConfig`."""
+    from nlndl import kg_export
+    from nlndl.kg import KGConfig, learn_graph
+
+    config = config or KGConfig()
+    chosen, files = kg_output_files(Path(directory), relations, config.memory_limit)
+    out = output_dir(Path(output), files)
+    graph, learned = learn_graph(Path(directory), chosen, config, progress)
+    origin = Path(directory).name
+    texts = {
+        "rules.dl": kg_export.souffle_text(learned, origin),
+        "rules.lp": kg_export.clingo_text(learned, origin),
+        "facts.lp": kg_export.clingo_facts(graph, learned),
+        **kg_export.fact_files(graph, learned),
+    }
+    derived, agree = closure_agrees(graph, learned, texts["rules.lp"] + texts["facts.lp"])
+    report = {
+        "data": str(directory),
+        "config": {k: getattr(config, k) for k in ("seed", "time_limit", "noise", "negatives", "vars", "subgraph")},
+        "relations": [one.to_json() for one in learned],
+        "closure": {"derived": derived, "clingo_agrees_with_crisp": agree},
+    }
+    texts["rules.json"] = json.dumps(report, indent=2) + "\n"
+
+    def write(staging: Path) -> None:
+        for name, text in texts.items():
+            (staging / name).write_text(text)
+
+    save(out, write, list(texts))
+    return KGTraining(learned, derived, agree, [out.root / name for name in texts], report)
+
+
+def closure_agrees(graph: object, learned: list, clingo_program: str) -> tuple[int, bool]:
+    """The triples the exported program derives that were not known (by clingo), and whether nlndl's crisp
+    evaluator, run on the same rules and triples, derives exactly the same."""
+    from nlndl.compiler.crisp import evaluate
+    from nlndl.datalog import Names
+    from nlndl.engines import clingo_model
+    from nlndl.kg import KNOWN
+    from nlndl.kg_export import rules, sources
+
+    held = sources(learned)
+    names = Names.for_relations(list(held))
+    heads = {one.head for one in learned}
+    db = {ident: set(graph.pairs(relation, KNOWN)) for ident, relation in held.items()}
+    crisp = evaluate(db, rules(learned))
+    ours = {(h, a, b) for h in heads for a, b in crisp.get(h, set())}
+    theirs = set()
+    for pred, args in clingo_model(clingo_program):
+        original = names.original(pred)
+        if original in heads:
+            theirs.add((original, graph.index[str(args[0])], graph.index[str(args[1])]))
+    known = {(h, a, b) for h in heads for a, b in db[h]}
+    return len(theirs - known), ours == theirs

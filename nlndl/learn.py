@@ -42,6 +42,9 @@ class LearnConfig:
     memory_limit: int | None = None  # bytes: fit training to it (runtime.budget.fit_training), else BudgetError
     noise: float | None = None  # accept a program wrong on at most this fraction of each class of examples
     noise_patience: int = NOISE_PATIENCE  # iterations: with noise, stop once the best accepted has not improved
+    clauses: bool = (
+        False  # keep every distinct clause any restart's crisp program held at a check (LearnResult.clauses)
+    )
 
 
 @dataclass
@@ -58,6 +61,7 @@ class LearnResult:
     renewed: int = 0  # restarts with some terms re-drawn after a plateau, the others kept
     accepted: bool = False  # solved, or (with noise) clingo finds it wrong on at most the allowed examples
     noise: float | None = None
+    clauses: list[Rule] = field(default_factory=list)  # with LearnConfig.clauses: every clause read out, in order
 
     def rule_texts(self) -> list[str]:
         return [render(r) for r in self.rules]
@@ -207,6 +211,7 @@ class Learner:
         self.checks, self.improved = 0, 0  # checks so far, and the one at which ``accepted`` last improved
         self.every = config.train.check_every
         self.allowance = Allowance.of(program, config.noise or 0.0)
+        self.clauses: dict[Rule, None] = {}  # with config.clauses, in the order first read
 
     def mistakes(self, model: ForwardChainer) -> tuple[torch.Tensor, torch.Tensor]:
         """Per restart (on the CPU), the positive examples its crisp program misses and the negative ones it
@@ -230,6 +235,9 @@ class Learner:
         iterations."""
         threshold = self.config.threshold
         self.checks += 1
+        if self.config.clauses:
+            for restart in range(model.restarts):
+                self.clauses.update(dict.fromkeys(self.rules(model, restart)))
         missed, derived = self.mistakes(model)
         grid_wrong = missed + derived
         examples = sum(int(w.example_slots.numel()) for w in model.worlds)
@@ -403,4 +411,5 @@ def learn(
         renewed=trainer.state.renewed,
         accepted=solved or learner.accepted is not None,
         noise=config.noise,
+        clauses=list(learner.clauses),
     )

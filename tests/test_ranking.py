@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from nlndl.bench import kg
 from nlndl.cli import app
 from nlndl.compiler.crisp import BodyAtom, Rule
+from nlndl.kg import Graph, confidence, rule_pairs
 from nlndl.ranking import mean_rank, metrics, noisy_or, ranks
 
 runner = CliRunner()
@@ -60,7 +61,7 @@ def graph(tmp_path: Path) -> Path:
 
 
 def test_the_baseline_mines_sister_of_parent_and_ranks_the_held_out_triples_first(tmp_path):
-    g = kg.Graph.read(graph(tmp_path))
+    g = Graph.read(graph(tmp_path))
     mined = {text: conf for text, _, conf in kg.path_rules(g, "aunt")}
     assert mined["aunt(X,Y) :- sister(X,Z), parent(Z,Y)"] == 12 / 16  # the test pairs are not known
     m = kg.baseline(g, "aunt")
@@ -68,15 +69,15 @@ def test_the_baseline_mines_sister_of_parent_and_ranks_the_held_out_triples_firs
 
 
 def test_learned_rules_are_ranked_by_their_confidence(tmp_path):
-    g = kg.Graph.read(graph(tmp_path))
+    g = Graph.read(graph(tmp_path))
     names = {r: r for r in g.relations}
     good = Rule(
         "aunt",
         (("v", "A"), ("v", "B")),
         (BodyAtom("sister", (("v", "A"), ("v", "C"))), BodyAtom("parent", (("v", "C"), ("v", "B")))),
     )
-    pairs = kg.rule_pairs(g, [good], names)
-    assert kg.confidence(pairs[0], g.matrix(g.pairs("aunt", ("facts", "train"))))[0] == pytest.approx(12 / 16)
+    pairs = rule_pairs(g, [good], names)
+    assert confidence(pairs[0], g.matrix(g.pairs("aunt", ("facts", "train"))))[0] == pytest.approx(12 / 16)
     assert kg.evaluate_rules(g, "aunt", [(pairs[0], 0.75)]).mrr == 1.0
     assert kg.evaluate_rules(g, "aunt", []).mrr < 0.2, "no rule: every candidate tied"
 
@@ -90,7 +91,9 @@ def test_bench_kg_learns_and_ranks_side_by_side(tmp_path):
     report = json.loads(out.read_text())
     (row,) = report["relations"]
     assert row["baseline"]["mrr"] == 1.0 and row["nlndl"]["mrr"] == 1.0
-    assert row["nlndl"]["test_precision"] == 1.0 and row["nlndl"]["test_recall"] == 1.0
+    program = row["nlndl"]["program"]
+    assert program["mrr"] == 1.0 and program["test_precision"] == 1.0 and program["test_recall"] == 1.0
+    assert row["nlndl"]["clauses"], "every clause read out is reported with its confidence"
     assert "| aunt | 4 | 1.000 |" in result.output
     missing = runner.invoke(app, ["bench", "kg", str(directory), "--relation", "uncle", "--baseline-only"])
     assert missing.exit_code == 1 and "no relation 'uncle'" in missing.output

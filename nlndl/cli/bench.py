@@ -8,6 +8,9 @@ from typing import Annotated
 import typer
 
 from nlndl.cli.common import (
+    KGNoiseOption,
+    KGRelations,
+    KGTimeOption,
     QuietOption,
     SubgraphOption,
     bench_app,
@@ -20,7 +23,7 @@ from nlndl.cli.common import (
     stdout,
     usage,
 )
-from nlndl.defaults import MAX_ITERS
+from nlndl.defaults import KG_NOISE, KG_TIME_LIMIT, MAX_ITERS
 from nlndl.output import write_bytes_atomic, write_json
 from nlndl.progress import progress_bar, status_line
 
@@ -154,30 +157,27 @@ def bench_noise(
 @reported
 def bench_kg(
     directory: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="A graph in the Neural LP layout.")],
-    relations: Annotated[
-        list[str] | None, typer.Option("--relation", help="Relations to learn (repeatable); default: every one.")
-    ] = None,
+    relations: KGRelations = None,
     learn: Annotated[bool, typer.Option("--learn/--baseline-only", help="Also learn each relation with nlndl.")] = True,
     seed: Annotated[int, typer.Option(min=0, help="Seed of the negatives, the subgraph and training.")] = 0,
-    time_limit: Annotated[float, typer.Option(min=1.0, help="Seconds of training per relation.")] = 60.0,
-    noise: Annotated[float | None, typer.Option(min=0.0, max=0.5, help="train --noise for each relation.")] = 0.1,
+    time_limit: KGTimeOption = KG_TIME_LIMIT,
+    noise: KGNoiseOption = KG_NOISE,
     subgraph: SubgraphOption = None,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the figures and rules as JSON.")] = None,
     quiet: QuietOption = False,
 ) -> None:
     """Knowledge-graph completion on test.txt (filtered MRR, Hits@1/10, both directions, mean-rank ties): the
-    path-rule baseline and nlndl's learned rules, each ranking by rule confidence, side by side."""
+    path-rule baseline and nlndl's learned clauses, each ranking by rule confidence, side by side."""
     from nlndl.bench import kg
+    from nlndl.kg import Graph, KGConfig
 
     check_outputs(json_path)
     if not (directory / "facts.txt").is_file() or not (directory / "test.txt").is_file():
         fail(f"{directory}: error: needs facts.txt, train.txt and test.txt (the Neural LP layout)")
-    try:
-        total = len(relations) if relations else len(kg.Graph.read(directory).relations)
-        with progress_bar(total, quiet) as tell:
-            report = kg.run(directory, relations or None, seed, time_limit, noise, subgraph, learn, tell)
-    except ValueError as exc:
-        fail(f"{directory}: error: {exc}")
+    config = KGConfig(seed=seed, time_limit=time_limit, noise=noise, subgraph=subgraph)
+    total = len(set(relations)) if relations else len(Graph.read(directory).relations)
+    with progress_bar(total, quiet) as tell:
+        report = kg.run(directory, relations or None, config, learn, tell)
     publish_report(kg.markdown(report), report, json_path)
 
 

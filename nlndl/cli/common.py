@@ -161,6 +161,14 @@ SubgraphOption = Annotated[
         "examples (seeded); the rules are verified on the whole world.",
     ),
 ]
+KGTimeOption = Annotated[float, typer.Option("--time-limit", min=1.0, help="Seconds of training per relation.")]
+KGNoiseOption = Annotated[
+    float | None,
+    typer.Option(min=0.0, max=0.5, help="Accept a relation's rules wrong on at most this fraction of each class."),
+]
+KGRelations = Annotated[
+    list[str] | None, typer.Option("--relation", help="A relation to learn (repeatable); default: every one.")
+]
 # A Datalog program whose rules join the sketch's background: how a learned predicate (the <name>.dl of an
 # earlier train) becomes background knowledge of the next task.
 Background = Annotated[

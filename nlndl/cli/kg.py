@@ -1,14 +1,27 @@
-"""``nlndl kg sketch``: a knowledge graph given as triples, turned into a sketch that learns one relation."""
+"""``nlndl kg sketch`` and ``nlndl kg train``: a knowledge graph given as triples, turned into a sketch that learns
+one relation, or every relation learned and written as one Datalog program."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from nlndl.cli.common import kg_app, reported, size_option
-from nlndl.defaults import COMPILE_MEMORY
+from nlndl.cli.common import (
+    JsonOption,
+    KGNoiseOption,
+    KGRelations,
+    KGTimeOption,
+    QuietOption,
+    SubgraphOption,
+    kg_app,
+    reported,
+    size_option,
+    stdout,
+)
+from nlndl.defaults import COMPILE_MEMORY, KG_NEGATIVES, KG_NOISE, KG_TIME_LIMIT, KG_VARS
 
 
 @kg_app.command("sketch")
@@ -19,9 +32,9 @@ def kg_sketch_command(
     ],
     target: Annotated[str, typer.Option(help="The relation to learn.")],
     output: Annotated[Path, typer.Option("-o", "--output", help="Write sketch.dl and the .facts files here.")],
-    negatives: Annotated[int, typer.Option(min=0, help="Corrupted triples per positive, as negatives.")] = 2,
+    negatives: Annotated[int, typer.Option(min=0, help="Corrupted triples per positive, as negatives.")] = KG_NEGATIVES,
     seed: Annotated[int, typer.Option(min=0, help="Seed of the corruptions.")] = 0,
-    vars_: Annotated[int, typer.Option("--vars", min=2, max=6, help="Variables of the learned clauses.")] = 3,
+    vars_: Annotated[int, typer.Option("--vars", min=2, max=6, help="Variables of the learned clauses.")] = KG_VARS,
     memory_limit: Annotated[str, typer.Option(help="Refuse triple files larger than this to read.")] = COMPILE_MEMORY,
 ) -> None:
     """Write a sketch learning one relation of a knowledge graph from the others: facts.txt as background,
@@ -34,3 +47,63 @@ def kg_sketch_command(
         f"{made.positives:,} positive and {made.negatives:,} corrupted negative examples; "
         f"learn it with: nlndl train {output / 'sketch.dl'}"
     )
+
+
+@kg_app.command("train")
+@reported
+def kg_train_command(
+    directory: Annotated[
+        Path, typer.Argument(exists=True, file_okay=False, help="facts.txt, train.txt [, valid.txt, test.txt]")
+    ],
+    output: Annotated[Path, typer.Option("-D", "--output-dir", help="Write rules.dl, rules.lp and facts here.")],
+    relations: KGRelations = None,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the negatives and of training.")] = 0,
+    time_limit: KGTimeOption = KG_TIME_LIMIT,
+    noise: KGNoiseOption = KG_NOISE,
+    negatives: Annotated[int, typer.Option(min=1, help="Corrupted triples per positive, as negatives.")] = KG_NEGATIVES,
+    vars_: Annotated[int, typer.Option("--vars", min=2, max=6, help="Variables of the learned clauses.")] = KG_VARS,
+    subgraph: SubgraphOption = None,
+    memory_limit: Annotated[
+        str, typer.Option(help="Refuse triple files or sketches larger than this.")
+    ] = COMPILE_MEMORY,
+    json_out: JsonOption = False,
+    quiet: QuietOption = False,
+) -> None:
+    """Learn rules for every relation of a knowledge graph (facts.txt as the graph, train.txt as examples,
+    corrupted triples as negatives) and write them as one Soufflé rules.dl and one clingo rules.lp."""
+    from nlndl import jobs
+    from nlndl.kg import KGConfig
+
+    config = KGConfig(seed, time_limit, noise, negatives, vars_, subgraph, size_option(memory_limit))
+
+    def tell(i: int, count: int, relation: str, learned: object | None) -> None:
+        if quiet or json_out:
+            return
+        if learned is None:
+            stdout.print(f"[{i + 1}/{count}] {relation}: learning (up to {time_limit:g} s) ...")
+            return
+        verdict = "accepted" if learned.result.accepted else "best found"
+        score = learned.result.score
+        stdout.print(
+            f"[{i + 1}/{count}] {relation}: {verdict} in {learned.seconds:.0f} s, precision "
+            f"{score.precision:.3f} recall {score.recall:.3f} on its training examples; "
+            f"{len(learned.clauses)} clauses with confidence",
+            highlight=False,
+        )
+        for rule, conf in learned.program:
+            stdout.print(f"    {render(rule)}  % confidence {conf:.3f}", highlight=False, markup=False)
+
+    from nlndl.datalog import render
+
+    done = jobs.train_kg(directory, output, relations, config, tell)
+    if json_out:
+        typer.echo(json.dumps(done.report, indent=2))
+        return
+    check = "agree" if done.agree else "DISAGREE"
+    stdout.print(
+        f"wrote {', '.join(str(p) for p in done.files[:3])} and the facts; clingo and nlndl's crisp evaluator "
+        f"{check} on the program's closure ({done.derived:,} new triples)",
+        highlight=False,
+    )
+    if not done.agree:
+        raise typer.Exit(1)

@@ -1,0 +1,208 @@
+"""Rules for the relations of a knowledge graph: one sketch per relation (:mod:`nlndl.compiler.triples`),
+learned under ``noise``, and every clause the network read out during training kept with its confidence.
+
+A clause's confidence is its support (known triples of the relation it derives) over the pairs it derives,
+both on facts.txt + train.txt, the path-rule miners' definition. The learned program is the crisp answer;
+the clauses with their confidences rank candidates (noisy-or, :mod:`nlndl.ranking`), since a program of
+three clauses ties every candidate it derives.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import sparse
+
+from nlndl.compiler import compile_sketch
+from nlndl.compiler.crisp import Rule, evaluate
+from nlndl.compiler.diagnostics import Diagnostics
+from nlndl.compiler.triples import FACT, KGSketch, Triple, kg_sketch, read_splits
+from nlndl.datalog import render
+from nlndl.defaults import COMPILE_MEMORY_BYTES, KG_NEGATIVES, KG_NOISE, KG_TIME_LIMIT, KG_VARS
+from nlndl.errors import JobError
+from nlndl.learn import LearnConfig, LearnResult, learn
+from nlndl.ranking import noisy_or
+from nlndl.runtime.train import TrainConfig
+
+KNOWN = ("facts", "train")  # the splits rules read and confidences count on
+MIN_SUPPORT = 1  # known triples a clause must derive to rank anything
+
+
+@dataclass
+class Graph:
+    """A knowledge graph's entities (index by name), and per split its triples as index pairs by relation."""
+
+    entities: list[str]
+    index: dict[str, int]
+    triples: dict[str, list[Triple]]  # per split, as read
+    splits: dict[str, dict[str, list[tuple[int, int]]]] = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, directory: Path, memory_limit: int | None = None) -> Graph:
+        """Read facts, train, valid and test (those present); JobError with the located errors."""
+        diags = Diagnostics()
+        raw = read_splits(directory, diags, memory_limit)
+        if diags:
+            raise JobError(diags.render())
+        names = sorted({e for rows in raw.values() for h, _, t in rows for e in (h, t)})
+        index = {e: i for i, e in enumerate(names)}
+        graph = cls(names, index, raw)
+        for split, rows in raw.items():
+            by: dict[str, list[tuple[int, int]]] = {}
+            for h, r, t in rows:
+                by.setdefault(r, []).append((index[h], index[t]))
+            graph.splits[split] = by
+        return graph
+
+    @property
+    def relations(self) -> list[str]:
+        return sorted({r for by in self.splits.values() for r in by})
+
+    def pairs(self, relation: str, splits: tuple[str, ...]) -> set[tuple[int, int]]:
+        return {p for s in splits for p in self.splits.get(s, {}).get(relation, [])}
+
+    def matrix(self, pairs: set[tuple[int, int]]) -> sparse.csr_matrix:
+        n = len(self.entities)
+        if not pairs:
+            return sparse.csr_matrix((n, n), dtype=np.int8)
+        h, t = np.array(sorted(pairs)).T
+        return sparse.csr_matrix((np.ones(h.size, dtype=np.int8), (h, t)), shape=(n, n))
+
+
+def confidence(body: sparse.csr_matrix, known: sparse.csr_matrix) -> tuple[float, int]:
+    """(support / body count, support) of a rule whose body derives the nonzero pairs of ``body``."""
+    derived = body.count_nonzero()
+    support = body.multiply(known).count_nonzero()
+    return (support / derived if derived else 0.0), support
+
+
+def rule_pairs(graph: Graph, rules: list[Rule], sources: dict[str, str]) -> list[sparse.csr_matrix]:
+    """Each rule's derived (head, tail) pairs on facts + train, by the crisp evaluator over entity indices;
+    ``sources`` maps the sketch's relation identifiers to the graph's relations they hold."""
+    db = {ident: graph.pairs(relation, KNOWN) for ident, relation in sources.items()}
+    out = []
+    for rule in rules:
+        alone = Rule("derived__", rule.head_args, rule.body)
+        model = evaluate({k: set(v) for k, v in db.items()}, [alone])
+        out.append(graph.matrix(set(model.get("derived__", set()))))
+    return out
+
+
+@dataclass
+class KGConfig:
+    """How each relation is learned: its sketch (``negatives`` corruptions per positive, clauses of ``vars``
+    variables) and its training."""
+
+    seed: int = 0
+    time_limit: float = KG_TIME_LIMIT
+    noise: float | None = KG_NOISE
+    negatives: int = KG_NEGATIVES
+    vars: int = KG_VARS
+    subgraph: int | None = None
+    memory_limit: int = COMPILE_MEMORY_BYTES  # reading the triples and compiling each sketch
+
+
+@dataclass
+class RelationRules:
+    """What was learned for one relation: the program, and every clause read out, with confidences."""
+
+    relation: str
+    head: str  # the sketch's identifier of the relation
+    sources: dict[str, str]  # sketch identifier -> graph relation
+    result: LearnResult
+    program: list[tuple[Rule, float]]  # the learned program's rules with their confidences
+    clauses: list[tuple[Rule, float]]  # every clause read out that derives a known triple, by confidence
+    pairs: dict[Rule, sparse.csr_matrix] = field(repr=False, default_factory=dict)  # each rule's derived pairs
+    seconds: float = 0.0
+
+    def scores(self, shape: tuple[int, int], clauses: bool = True) -> sparse.csr_matrix:
+        """Per (head, tail), the noisy-or of the confidences of the clauses (or the program's rules) deriving it."""
+        chosen = self.clauses if clauses else self.program
+        return noisy_or([(self.pairs[r], c) for r, c in chosen], shape)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "relation": self.relation,
+            "rules": [render(r) for r, _ in self.program],
+            "confidences": [round(c, 4) for _, c in self.program],
+            "clauses": [{"rule": render(r), "confidence": round(c, 4)} for r, c in self.clauses],
+            "accepted": self.result.accepted,
+            "noise": self.result.noise,
+            "training": self.result.score.to_json(),
+            "iterations": self.result.iterations,
+            "seconds": round(self.seconds, 2),
+        }
+
+
+def learn_relation(directory: Path, graph: Graph, target: str, config: KGConfig) -> RelationRules:
+    """Learn ``target`` from its ``kg sketch`` (compiled in a temporary directory) and score what was found."""
+    diags = Diagnostics()
+    made: KGSketch | None = kg_sketch(
+        directory, target, diags, config.negatives, config.seed, config.vars, splits=graph.triples
+    )
+    if made is None:
+        raise JobError(diags.render())
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="nlndl-kg-") as tmp:
+        (Path(tmp) / "sketch.dl").write_text(made.text)
+        for name, text in made.facts.items():
+            (Path(tmp) / f"{name}.facts").write_text(text)
+        program = compile_sketch(
+            Path(tmp) / "sketch.dl", seed=config.seed, subgraph=config.subgraph, memory_limit=config.memory_limit
+        )
+    learned = LearnConfig(
+        train=TrainConfig(seed=config.seed, time_limit=config.time_limit), noise=config.noise, clauses=True
+    )
+    result = learn(program, learned)
+    seconds = time.perf_counter() - start
+    sources = {ident: (target if name == FACT else name) for name, ident in made.relations.items()}
+    rules = list(dict.fromkeys([*result.rules, *result.clauses]))
+    pairs = dict(zip(rules, rule_pairs(graph, rules, sources), strict=True))
+    known = graph.matrix(graph.pairs(target, KNOWN))
+    rated = {r: confidence(p, known) for r, p in pairs.items()}
+    program_rules = [(r, rated[r][0]) for r in result.rules]
+    clauses = sorted(((r, c) for r, (c, support) in rated.items() if support >= MIN_SUPPORT), key=lambda rc: -rc[1])
+    return RelationRules(target, made.relations[target], sources, result, program_rules, clauses, pairs, seconds)
+
+
+def learn_graph(
+    directory: Path,
+    relations: list[str] | None,
+    config: KGConfig,
+    progress: Callable[[int, int, str, RelationRules | None], None] | None = None,
+) -> tuple[Graph, list[RelationRules]]:
+    """Every relation (or those named) of the graph in ``directory``, learned one after another; ``progress``
+    is told (index, count, relation, None) before and (..., learned) after each."""
+    graph = Graph.read(directory, config.memory_limit)
+    chosen = checked_relations(graph, relations, directory)
+    out = []
+    for i, target in enumerate(chosen):
+        if progress:
+            progress(i, len(chosen), target, None)
+        out.append(learn_relation(directory, graph, target, config))
+        if progress:
+            progress(i, len(chosen), target, out[-1])
+    return graph, out
+
+
+def checked_relations(graph: Graph, relations: list[str] | None, directory: Path) -> list[str]:
+    """The relations asked for, in order, or every relation with triples in train.txt; JobError naming one that
+    the graph lacks or that has nothing to learn from, before any work."""
+    if not relations:
+        chosen = [r for r in graph.relations if graph.splits["train"].get(r)]
+        if not chosen:
+            raise JobError(f"{directory / 'train.txt'}: error: no triples to learn from")
+        return chosen
+    chosen = list(dict.fromkeys(relations))
+    for r in chosen:
+        if r not in graph.relations:
+            raise JobError(f"{directory}: error: no relation {r!r} in the graph (it has {', '.join(graph.relations)})")
+        if not graph.splits["train"].get(r):
+            raise JobError(f"{directory / 'train.txt'}: error: no triple of {r!r} to learn it from")
+    return chosen

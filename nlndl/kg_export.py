@@ -1,0 +1,77 @@
+"""A knowledge graph's learned rules as one Datalog program for Soufflé and clingo, with the graph's triples as
+its facts.
+
+Each relation's program was learned reading the graph's relations as they are known; written together they
+form one program whose rules also read each other's conclusions, so Soufflé and clingo compute their
+closure (a superset of the per-relation predictions that ``bench kg`` ranks). Names are made valid for both
+engines (:class:`nlndl.datalog.Names`): a relation such as ``Term0`` becomes ``r_Term0``.
+"""
+
+from __future__ import annotations
+
+from nlndl import __version__
+from nlndl.compiler.crisp import Rule
+from nlndl.compiler.triples import quote
+from nlndl.datalog import Names, render
+from nlndl.kg import KNOWN, Graph, RelationRules
+
+
+def sources(learned: list[RelationRules]) -> dict[str, str]:
+    """Every relation identifier the programs read or define -> the graph relation whose triples it holds."""
+    out: dict[str, str] = {}
+    for one in learned:
+        out.update(one.sources)
+    return dict(sorted(out.items()))
+
+
+def rules(learned: list[RelationRules]) -> list[Rule]:
+    return [rule for one in learned for rule, _ in one.program]
+
+
+def souffle_text(learned: list[RelationRules], origin: str) -> str:
+    held = sources(learned)
+    names = Names.for_relations(list(held))
+    lines = [f"// Learned by nlndl {__version__} from the knowledge graph {origin} (nlndl kg train)"]
+    lines.append("// facts: <relation>.facts (facts.txt and train.txt); the rules' closure is the output")
+    lines += names.header("//")
+    for ident, relation in held.items():
+        note = f"  // {relation}" if ident != relation else ""
+        lines.append(f".decl {names(ident)}(head: symbol, tail: symbol){note}")
+    lines += [f".input {names(ident)}" for ident in held]
+    lines += [f".output {names(one.head)}" for one in learned]
+    for one in learned:
+        lines += ["", f"// {one.relation}"] + [render(r, "!", names) for r, _ in one.program]
+    return "\n".join(lines) + "\n"
+
+
+def clingo_text(learned: list[RelationRules], origin: str) -> str:
+    names = Names.for_relations(list(sources(learned)))
+    lines = [f"% Learned by nlndl {__version__} from the knowledge graph {origin} (nlndl kg train)"]
+    lines.append("% facts: facts.lp (facts.txt and train.txt): clingo rules.lp facts.lp")
+    lines += names.header("%")
+    for one in learned:
+        lines += [f"% {one.relation}"] + [render(r, "not ", names) for r, _ in one.program]
+    lines += [f"#show {names(one.head)}/2." for one in learned]
+    return "\n".join(lines) + "\n"
+
+
+def fact_files(graph: Graph, learned: list[RelationRules]) -> dict[str, str]:
+    """Soufflé's input: per relation identifier, ``<name>.facts`` with the known triples (tab-separated)."""
+    held = sources(learned)
+    names = Names.for_relations(list(held))
+    out = {}
+    for ident, relation in held.items():
+        pairs = sorted(graph.pairs(relation, KNOWN))
+        out[f"{names(ident)}.facts"] = "".join(f"{graph.entities[h]}\t{graph.entities[t]}\n" for h, t in pairs)
+    return out
+
+
+def clingo_facts(graph: Graph, learned: list[RelationRules]) -> str:
+    """clingo's input: every known triple as ``relation("head", "tail").``"""
+    held = sources(learned)
+    names = Names.for_relations(list(held))
+    lines = []
+    for ident, relation in held.items():
+        for h, t in sorted(graph.pairs(relation, KNOWN)):
+            lines.append(f"{names(ident)}({quote(graph.entities[h])},{quote(graph.entities[t])}).")
+    return "\n".join(lines) + "\n"
