@@ -85,5 +85,6 @@ def compile_sketch(
         types=dict(checked.types),
         closed=sorted({name for name, _ in sketch.closed}),
         whole=whole,
+        noise=sketch.noise[0] if sketch.noise else None,
         warnings=diags.render_warnings(),
     )

@@ -125,6 +125,7 @@ class Sketch:
     outputs: list[tuple[str, Span]] = field(default_factory=list)
     learns: list[Learn] = field(default_factory=list)
     steps: tuple[int, Span] | None = None
+    noise: tuple[float, Span] | None = None  # the fraction of wrong labels training tolerates
     closed: list[tuple[str, Span]] = field(default_factory=list)
     samples: dict[str, int] = field(default_factory=dict)  # .closed p(sample=K): K negatives per positive
     functions: list[tuple[str, Span]] = field(default_factory=list)  # relations used as unary functions

@@ -14,7 +14,7 @@ from nlndl.compiler import ast
 from nlndl.compiler.depgraph import Strata, build_graph, stratify
 from nlndl.compiler.diagnostics import CompileError, Diagnostics, Span
 from nlndl.compiler.ir import AMALGAMATIONS
-from nlndl.defaults import MAX_STEPS
+from nlndl.defaults import MAX_NOISE, MAX_STEPS
 
 BASE_TYPES = ("symbol", "number")
 # Names that Soufflé or clingo treat specially; a predicate so named would not export unchanged.
@@ -160,6 +160,10 @@ class _Checker:
             self.error(self.sketch.steps[1], f".steps must be at most {MAX_STEPS:,}, got {self.sketch.steps[0]:,}")
         if self.sketch.steps is not None and self.sketch.steps[0] < 1:
             self.error(self.sketch.steps[1], f".steps must be at least 1, got {self.sketch.steps[0]}")
+        if self.sketch.noise is not None and not 0 <= self.sketch.noise[0] <= MAX_NOISE:
+            self.error(
+                self.sketch.noise[1], f".noise must be a fraction from 0 to {MAX_NOISE}, got {self.sketch.noise[0]:g}"
+            )
         self.check_examples_present()
         self.check_strata()
         return self.out

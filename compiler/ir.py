@@ -191,6 +191,7 @@ class CompiledProgram:
     types: dict[str, str] = field(default_factory=dict)  # type name -> base type (symbol or number)
     closed: list[str] = field(default_factory=list)  # closed-world learned predicates: a non-positive atom is false
     whole: list[WholeWorld] = field(default_factory=list)  # per world, when trained on a subgraph of it
+    noise: float | None = None  # the sketch's .noise: training's default tolerance of wrong labels
     warnings: list[str] = field(default_factory=list)  # rendered compile warnings (not saved)
 
     def summary(self) -> dict[str, Any]:
@@ -231,6 +232,7 @@ class CompiledProgram:
             "dependencies": [list(d) for d in self.dependencies],
             "types": self.types,
             "closed": self.closed,
+            "noise": self.noise,
             "worlds": [
                 {
                     "name": w.name,
@@ -306,6 +308,7 @@ class CompiledProgram:
             meta["types"],
             list(meta["closed"]),
             whole,
+            meta.get("noise"),
         )
 
 

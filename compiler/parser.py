@@ -188,6 +188,10 @@ class _Builder:
             if sketch.steps is not None:
                 self.diags.error(span, f"duplicate .steps (first at {sketch.steps[1]})")
             sketch.steps = (self.number(kids[0]), span)
+        elif kind == "noise_dir":
+            if sketch.noise is not None:
+                self.diags.error(span, f"duplicate .noise (first at {sketch.noise[1]})")
+            sketch.noise = (float(str(kids[0])), span)
         elif kind == "closed_dir":
             for name_node in kids:
                 name, *options = name_node.children
@@ -322,8 +326,9 @@ def add_background(sketch: ast.Sketch, path: Path, diags: Diagnostics, memory_li
         for entry in item:
             span = entry[1] if isinstance(entry, tuple) else entry.span
             diags.error(span, f"{what} in a background program (it may hold declarations and rules only)")
-    if extra.steps is not None:
-        diags.error(extra.steps[1], ".steps in a background program (it may hold declarations and rules only)")
+    for directive, name in ((extra.steps, ".steps"), (extra.noise, ".noise")):
+        if directive is not None:
+            diags.error(directive[1], f"{name} in a background program (it may hold declarations and rules only)")
     types = {t.name: t for t in sketch.types}
     for decl in extra.types:
         known = types.get(decl.name)

@@ -78,6 +78,7 @@ def train(
     device: str = "cpu",
     class_weight: str = ChainConfig.class_weight,
     noise: float | None = None,
+    validation: float | None = None,
     fact_dir: str | Path | None = None,
     background: Sequence[str | Path] = (),
     **kwargs,
@@ -86,6 +87,8 @@ def train(
     path is compiled first (with ``fact_dir`` and ``background``, its sampled negatives drawn from ``seed``).
     ``class_weight``: a positive example's weight in the loss (see ``ChainConfig.class_weight``); ``noise``:
     accept rules wrong on at most that fraction of the examples (``result.accepted``, ``result.score``);
+    ``validation``: hold out that fraction of each class of examples, drawn with ``seed``, and score the rules on
+    them (``result.validation``, by clingo);
     ``kwargs``: those of :func:`nlndl.learn.learn` (progress, resume, checkpoint)."""
     if not isinstance(program, CompiledProgram):
         program = compile(program, fact_dir, background, seed=seed)
@@ -93,7 +96,8 @@ def train(
         train=TrainConfig(seed=seed, max_iters=max_iters, time_limit=time_limit),
         chain=ChainConfig(restarts=restarts, class_weight=class_weight),  # restarts None: auto_restarts
         device=device,
-        noise=noise,
+        noise=noise if noise is not None else program.noise,  # the sketch's .noise unless given
+        validation=validation,
     )
     return learn(program, config, **kwargs)
 

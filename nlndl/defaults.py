@@ -14,6 +14,7 @@ MAX_ITERS = 4000  # iteration limit; Addition from seeds 0-9 needs up to 3,640 (
 CLASS_WEIGHTS = ("sqrt", "balanced", "none")  # positive example weight vs a negative; the first is the default
 TRAIN_MEMORY = "8GiB"  # compiling or training estimated to need more is refused (train)
 TRAIN_MEMORY_BYTES = 8 * 1024**3
+MAX_NOISE = 0.5  # --noise and .noise: at most half of each class may be wrong
 NOISE_PATIENCE = 200  # with --noise: iterations without a better candidate before training stops
 
 # knowledge graphs (kg sketch, kg train, bench kg)

@@ -177,6 +177,7 @@ def plan_training(
     layout: str = "auto",
     subgraph: int | None = None,
     noise: float | None = None,
+    validation: float | None = None,
 ) -> TrainPlan:
     """Everything ``nlndl train`` checks before it trains: compile the sketch, check every output path (files
     nlndl derives may replace what nlndl wrote there, never anything else), the checkpoint to resume from, and
@@ -198,6 +199,11 @@ def plan_training(
         layout=layout,
         subgraph=subgraph,
     )
+    if validation and program.whole:
+        raise JobError(
+            f"{sketch}: error: --validation and --subgraph together are not supported (the whole worlds "
+            "that judge a subgraph's rules hold every example)"
+        )
     stem = "_".join(sorted(program.learned)) or sketch.stem
     relative = checkpoint_name(stem)
     checkpoint = Path(output) / relative
@@ -228,7 +234,8 @@ def plan_training(
         chain=fitted,
         device=device,
         memory_limit=memory_limit,
-        noise=noise,
+        noise=noise if noise is not None else program.noise,  # --noise, else the sketch's .noise
+        validation=validation,
     )
     record = {
         "nlndl": __version__,
@@ -238,6 +245,7 @@ def plan_training(
         "seed": seed,
         "class_weight": class_weight,
         "subgraph": subgraph,
+        "validation_fraction": validation,
     }
     return TrainPlan(sketch, program, stem, out, config, resume, record, notes)
 

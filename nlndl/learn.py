@@ -22,12 +22,13 @@ from nlndl.compiler.ir import CompiledProgram
 from nlndl.datalog import render
 from nlndl.defaults import NOISE_PATIENCE
 from nlndl.extract import extract, simplify
+from nlndl.holdout import hold_out
 from nlndl.runtime.budget import fit_training
 from nlndl.runtime.chain import ForwardChainer
 from nlndl.runtime.config import ChainConfig
 from nlndl.runtime.nln import Variants
 from nlndl.runtime.train import TrainConfig, Trainer, TrainState
-from nlndl.verify import Score, clingo_score, crisp_score
+from nlndl.verify import Score, clingo_score, crisp_score, validation_score
 
 NOISE_CANDIDATES = 4  # with noise, new rule sets within the allowance scored per check (each simplified)
 PRUNED_PER_CHECK = 2  # near-misses per check whose superfluous clauses are sought (a batched crisp pass per drop)
@@ -42,9 +43,8 @@ class LearnConfig:
     memory_limit: int | None = None  # bytes: fit training to it (runtime.budget.fit_training), else BudgetError
     noise: float | None = None  # accept a program wrong on at most this fraction of each class of examples
     noise_patience: int = NOISE_PATIENCE  # iterations: with noise, stop once the best accepted has not improved
-    clauses: bool = (
-        False  # keep every distinct clause any restart's crisp program held at a check (LearnResult.clauses)
-    )
+    clauses: bool = False  # keep every distinct clause the restarts read as at each check (LearnResult.clauses)
+    validation: float | None = None  # hold out this fraction of each class of examples (seeded) and score on it
 
 
 @dataclass
@@ -62,6 +62,7 @@ class LearnResult:
     accepted: bool = False  # solved, or (with noise) clingo finds it wrong on at most the allowed examples
     noise: float | None = None
     clauses: list[Rule] = field(default_factory=list)  # with LearnConfig.clauses: every clause read out, in order
+    validation: Score | None = None  # clingo's score on the held-out examples (LearnConfig.validation)
 
     def rule_texts(self) -> list[str]:
         return [render(r) for r in self.rules]
@@ -80,6 +81,7 @@ class LearnResult:
             "renewed_restarts": self.renewed,
             "accepted": self.accepted,
             "noise": self.noise,
+            "validation": self.validation.to_json() if self.validation is not None else None,
         }
 
 
@@ -370,6 +372,8 @@ def learn(
     save ``checkpoint``: a directory, or a function given the trainer (the CLI's publishes it into its output
     directory). ``resume`` raises CheckpointError on a checkpoint that cannot be resumed from."""
     config = config or LearnConfig()
+    if config.validation:
+        program, _ = hold_out(program, config.validation, config.train.seed)
     if config.memory_limit is not None:  # fit the budget: recompute steps, or fewer restarts if none were asked
         chain = fit_training(
             program, config.chain.for_program(program), config.memory_limit, config.chain.restarts is not None
@@ -412,4 +416,5 @@ def learn(
         accepted=solved or learner.accepted is not None,
         noise=config.noise,
         clauses=list(learner.clauses),
+        validation=validation_score(program, rules) if config.validation else None,
     )

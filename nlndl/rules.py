@@ -44,8 +44,9 @@ def checked_rules(sketch: ast.Sketch, program: CompiledProgram, path: str) -> li
         for item in items:
             span = item[1] if isinstance(item, tuple) else item.span
             diags.error(span, f"{what} in a rules file (it may hold rules and declarations only)")
-    if sketch.steps is not None:
-        diags.error(sketch.steps[1], ".steps in a rules file (it may hold rules and declarations only)")
+    for directive, name in ((sketch.steps, ".steps"), (sketch.noise, ".noise")):
+        if directive is not None:
+            diags.error(directive[1], f"{name} in a rules file (it may hold rules and declarations only)")
     rules = []
     for clause in (c for w in sketch.worlds for c in w.clauses):
         if not clause.body:

@@ -72,15 +72,18 @@ class Score:
         neg: set[GroundAtom],
         symbols: SymbolTable,
         closed: dict[str, int] | None = None,
+        unknown: set[GroundAtom] | None = None,
     ) -> None:
         """Count one world. ``closed``: per closed-world predicate its number of ground atoms, every one that
         is not a positive example a negative one; those derived are the false positives, read off the model
-        without enumerating the complement (so sampled training negatives do not narrow the check)."""
-        closed = closed or {}
+        without enumerating the complement (so sampled training negatives do not narrow the check).
+        ``unknown``: atoms of closed predicates that are neither (validation examples held out)."""
+        closed, unknown = closed or {}, unknown or set()
         neg = {a for a in neg if a[0] not in closed}
-        wrong = (neg & model) | {a for a in model if a[0] in closed and a not in pos}
+        wrong = (neg & model) | {a for a in model if a[0] in closed and a not in pos and a not in unknown}
         self.positives += len(pos)
-        self.negatives += len(neg) + sum(size - sum(a[0] == p for a in pos) for p, size in closed.items())
+        held = sum(a[0] in closed for a in unknown)
+        self.negatives += len(neg) + sum(size - sum(a[0] == p for a in pos) for p, size in closed.items()) - held
         self.true_positives += len(pos & model)
         self.false_positives += len(wrong)
         show = lambda a: f"{a[0]}({','.join(symbols.render(c) for c in a[1])})"  # noqa: E731
@@ -137,15 +140,29 @@ def whole_examples(world: WholeWorld) -> tuple[set[GroundAtom], set[GroundAtom]]
     return pos, neg
 
 
-CheckedWorld = tuple[Database, set[GroundAtom], set[GroundAtom], dict[str, int]]  # facts, pos, neg, closed sizes
+def held_out(world: WorldIR) -> tuple[set[GroundAtom], set[GroundAtom]]:
+    """The validation examples held out of a world's training (nlndl.holdout), positive and negative."""
+    slots, labels = world.arrays.get("holdout/slots"), world.arrays.get("holdout/labels")
+    pos, neg = set(), set()
+    if slots is not None:
+        for slot, label in zip(slots.tolist(), labels.tolist(), strict=True):
+            (pos if label > 0.5 else neg).add(world.decode_slot(int(slot)))
+    return pos, neg
+
+
+# facts, positive and negative examples, closed predicates' sizes, atoms neither (held out)
+CheckedWorld = tuple[Database, set[GroundAtom], set[GroundAtom], dict[str, int], set[GroundAtom]]
 
 
 def checked_worlds(program: CompiledProgram, whole: bool = False) -> list[CheckedWorld]:
     """What a check runs on, per world: the compiled worlds (those trained on), or with ``whole`` the whole
     worlds of a program trained on subgraphs (the compiled ones where it was not)."""
     if whole and program.whole:
-        return [(whole_facts(w), *whole_examples(w), w.closed) for w in program.whole]
-    return [(world_facts(program, w), *world_examples(w), closed_sizes(program, w)) for w in program.worlds]
+        return [(whole_facts(w), *whole_examples(w), w.closed, set()) for w in program.whole]
+    return [
+        (world_facts(program, w), *world_examples(w), closed_sizes(program, w), set().union(*held_out(w)))
+        for w in program.worlds
+    ]
 
 
 def crisp_score(program: CompiledProgram, rules: list[Rule], whole: bool = False) -> Score:
@@ -154,10 +171,10 @@ def crisp_score(program: CompiledProgram, rules: list[Rule], whole: bool = False
     score = Score()
     learned = set(program.learned)
     symbols = SymbolTable.from_json(program.symbols)
-    for facts, pos, neg, closed in checked_worlds(program, whole):
+    for facts, pos, neg, closed, unknown in checked_worlds(program, whole):
         model = evaluate(facts, rules)
         derived = {(name, args) for name in learned for args in model.get(name, ())}
-        score.add(derived, pos, neg, symbols, closed)
+        score.add(derived, pos, neg, symbols, closed, unknown)
     return score
 
 
@@ -166,15 +183,32 @@ def clingo_score(program: CompiledProgram, rules: list[Rule], whole: bool = Fals
     for :func:`crisp_score`."""
     score = Score()
     symbols = SymbolTable.from_json(program.symbols)
+    for facts, pos, neg, closed, unknown in checked_worlds(program, whole):
+        score.add(clingo_derived(program, facts, rules), pos, neg, symbols, closed, unknown)
+    return score
+
+
+def clingo_derived(program: CompiledProgram, facts: Database, rules: list[Rule]) -> set[GroundAtom]:
+    """The learned predicates' atoms clingo derives from ``facts`` with ``rules``."""
+    symbols = SymbolTable.from_json(program.symbols)
     names = Names.for_program(program)
     learned = set(program.learned)
-    for facts, pos, neg, closed in checked_worlds(program, whole):
-        text = clingo_program(facts, rules, symbols, names)
-        model = clingo_model(text)
-        derived = set()
-        for pred, args in model:
-            original = names.original(pred)
-            if original in learned:
-                derived.add((original, tuple(symbols.ids[(isinstance(a, int), a)] for a in args)))
-        score.add(derived, pos, neg, symbols, closed)
-    return score
+    derived = set()
+    for pred, args in clingo_model(clingo_program(facts, rules, symbols, names)):
+        original = names.original(pred)
+        if original in learned:
+            derived.add((original, tuple(symbols.ids[(isinstance(a, int), a)] for a in args)))
+    return derived
+
+
+def validation_score(program: CompiledProgram, rules: list[Rule]) -> Score | None:
+    """``rules`` scored by clingo on the validation examples held out of training (each world's, the closed
+    ones' included, as labelled); None when none were."""
+    symbols = SymbolTable.from_json(program.symbols)
+    score, any_held = Score(), False
+    for world in program.worlds:
+        pos, neg = held_out(world)
+        if pos or neg:
+            any_held = True
+            score.add(clingo_derived(program, world_facts(program, world), rules), pos, neg, symbols)
+    return score if any_held else None

@@ -11,8 +11,10 @@ from nlndl import api
 from nlndl.bench.noise import flip
 from nlndl.cli import app
 from nlndl.compiler.crisp import BodyAtom, Rule
+from nlndl.holdout import hold_out
 from nlndl.learn import Allowance, cost
-from nlndl.verify import Score, clingo_score
+from nlndl.rules import rules_from_text
+from nlndl.verify import Score, clingo_score, validation_score
 
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[1]
@@ -84,10 +86,25 @@ def test_train_noise_exits_0_and_says_how_far_from_a_fit(tmp_path):
     out = tmp_path / "out"
     result = runner.invoke(app, ["train", str(sketch), "--noise", "0.1", "-D", str(out), "-q", "--time-limit", "60"])
     assert result.exit_code == 0, result.output
-    assert "accepted under --noise 0.1" in result.output and "wrong on 1 of 36 training examples" in result.output
+    assert "accepted under noise 0.1" in result.output and "wrong on 1 of 36 training examples" in result.output
     record = json.loads((out / "target.json").read_text())
     assert record["accepted"] and not record["solved"] and record["noise"] == 0.1
     assert runner.invoke(app, ["train", str(sketch), "--noise", "0.6"]).exit_code == 2
+
+
+def test_the_sketch_says_its_noise_and_the_option_overrides_it(tmp_path):
+    sketch = undirected(tmp_path, wrong=1)
+    sketch.write_text(".noise 0.1\n" + sketch.read_text())
+    program = api.compile(sketch)
+    assert program.noise == 0.1
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["train", str(sketch), "-D", str(out), "-q", "--time-limit", "60"])
+    assert result.exit_code == 0 and "accepted under noise 0.1" in result.output, result.output
+    strict = runner.invoke(app, ["train", str(sketch), "--noise", "0", "-D", str(out), "-q", "--max-iters", "60"])
+    assert strict.exit_code == 1 and "NOT solved" in strict.output, strict.output
+    sketch.write_text(sketch.read_text().replace(".noise 0.1", ".noise 0.7"))
+    bad = runner.invoke(app, ["compile", str(sketch)])
+    assert bad.exit_code == 1 and f"{sketch}:1:1: error: .noise must be a fraction from 0 to 0.5, got 0.7" in bad.output
 
 
 def test_bench_noise_prints_the_runs_right_on_the_clean_labels(tmp_path):
@@ -98,3 +115,43 @@ def test_bench_noise_prints_the_runs_right_on_the_clean_labels(tmp_path):
     report = json.loads((tmp_path / "n.json").read_text())
     assert [r["noise"] for r in report["runs"]] == [0.0, 0.2]
     assert runner.invoke(app, ["bench", "noise", "--levels", "0.7"]).exit_code == 2
+
+
+def test_validation_holds_out_examples_and_scores_the_rules_on_them(tmp_path):
+    program = api.compile(undirected(tmp_path, wrong=0))
+    split, held = hold_out(program, 0.25, seed=3)
+    assert held == 3 + 5  # floor(0.25 x 14) positives, floor(0.25 x 22) negatives
+    (world,) = split.worlds
+    assert world.example_slots.size == 36 - 8 and world.arrays["holdout/slots"].size == 8
+    assert not set(world.example_slots.tolist()) & set(world.arrays["holdout/slots"].tolist())
+    again, _ = hold_out(program, 0.25, seed=3)
+    np.testing.assert_array_equal(again.worlds[0].arrays["holdout/slots"], world.arrays["holdout/slots"])
+    assert program.worlds[0].example_slots.size == 36, "the program is left as it was"
+    result = api.train(program, seed=0, validation=0.25, time_limit=60)
+    assert result.solved and result.score.positives == 14 - 3
+    assert result.validation.positives == 3 and result.validation.negatives == 5 and result.validation.f1 == 1.0
+
+
+def test_validation_in_a_closed_world_leaves_the_held_out_atoms_unknown():
+    program = api.compile(ROOT / "examples/ilp/ancestor/sketch.dl")
+    split, _ = hold_out(program, 0.2, seed=0)
+    rules = rules_from_text(
+        "ancestor(A, B) :- parent(A, B).\nancestor(A, B) :- ancestor(A, C), ancestor(C, B).\n", program, "<rules>"
+    )
+    whole, trained = clingo_score(program, rules), clingo_score(split, rules)
+    assert whole.solved and trained.solved, "a held-out positive derived is no false positive of the closed world"
+    held = validation_score(split, rules)
+    assert held.positives == int(0.2 * whole.positives) and held.f1 == 1.0
+    assert trained.positives + held.positives == whole.positives
+    assert trained.negatives + held.negatives == whole.negatives
+
+
+def test_train_validation_prints_the_held_out_score(tmp_path):
+    sketch = undirected(tmp_path, wrong=0)
+    out = tmp_path / "out"
+    args = ["train", str(sketch), "--validation", "0.25", "-D", str(out), "-q", "--time-limit", "60"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "validation (3 positive and 5 negative examples held out, clingo): precision 1.000" in result.output
+    record = json.loads((out / "target.json").read_text())
+    assert record["validation_fraction"] == 0.25 and record["validation"]["f1"] == 1.0

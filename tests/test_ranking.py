@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from nlndl.bench import kg
 from nlndl.cli import app
 from nlndl.compiler.crisp import BodyAtom, Rule
+from nlndl.engines import clingo_model
 from nlndl.kg import Graph, confidence, rule_pairs
 from nlndl.ranking import mean_rank, metrics, noisy_or, ranks
 
@@ -97,3 +98,35 @@ def test_bench_kg_learns_and_ranks_side_by_side(tmp_path):
     assert "| aunt | 4 | 1.000 |" in result.output
     missing = runner.invoke(app, ["bench", "kg", str(directory), "--relation", "uncle", "--baseline-only"])
     assert missing.exit_code == 1 and "no relation 'uncle'" in missing.output
+
+
+def test_kg_train_writes_every_relation_as_one_program_that_clingo_runs(tmp_path):
+    directory = graph(tmp_path)
+    facts = (directory / "facts.txt").read_text() + "s0\taunt\tk0a\n"  # a known aunt triple: aunt_fact
+    (directory / "facts.txt").write_text(facts)
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["kg", "train", str(directory), "-D", str(out), "--time-limit", "30"])
+    assert result.exit_code == 0, result.output
+    assert "[1/1] aunt: accepted" in result.output and "agree on the program's closure" in result.output
+    written = {"rules.dl", "rules.lp", "facts.lp", "rules.json"}
+    facts = {f"{r}.facts" for r in ("aunt", "aunt_fact", "parent", "sister")}
+    assert {p.name for p in out.iterdir()} - {".nlndl-manifest.json"} == written | facts
+    program = (out / "rules.lp").read_text()
+    assert any(f"aunt(A, B) :- parent(C, B), {s}." in program for s in ("sister(C, A)", "sister(A, C)")), program
+    assert ".input aunt_fact" in (out / "rules.dl").read_text()
+    report = json.loads((out / "rules.json").read_text())
+    assert report["closure"]["clingo_agrees_with_crisp"] and report["relations"][0]["confidences"] == [0.75]
+    model = clingo_model(program + (out / "facts.lp").read_text())
+    assert ("aunt", ("s6", "k6a")) in model and ("aunt", ("s7", "k7b")) in model, "the held-out test triples"
+
+
+def test_kg_train_refuses_before_learning_and_keeps_the_users_files(tmp_path):
+    directory = graph(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "rules.dl").write_text("mine\n")
+    taken = runner.invoke(app, ["kg", "train", str(directory), "-D", str(out)])
+    assert taken.exit_code == 1 and "rules.dl" in taken.output and (out / "rules.dl").read_text() == "mine\n"
+    empty = runner.invoke(app, ["kg", "train", str(directory), "--relation", "parent", "-D", str(tmp_path / "o2")])
+    assert empty.exit_code == 1 and f"{directory / 'train.txt'}: error: no triple of 'parent'" in empty.output
+    assert not (tmp_path / "o2").exists()

@@ -26,7 +26,7 @@ from nlndl.cli.common import (
     subgraph_line,
     warn,
 )
-from nlndl.defaults import CLASS_WEIGHTS, COMPILE_MEMORY, MAX_ITERS, MAX_STEPS, NOISE_PATIENCE, TRAIN_MEMORY
+from nlndl.defaults import CLASS_WEIGHTS, COMPILE_MEMORY, MAX_ITERS, MAX_NOISE, MAX_STEPS, NOISE_PATIENCE, TRAIN_MEMORY
 from nlndl.errors import Interrupted
 
 Sketch = Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="The program sketch (.dl).")]
@@ -144,10 +144,19 @@ def train_command(
         float | None,
         typer.Option(
             min=0.0,
-            max=0.5,
+            max=MAX_NOISE,
             help="Labels may be wrong: accept rules that clingo finds wrong on at most this fraction of the "
             "training examples (fewest mistakes, then fewest literals; stops once the best has not improved "
-            f"for {NOISE_PATIENCE} iterations).",
+            f"for {NOISE_PATIENCE} iterations). Default: the sketch's .noise, else none.",
+        ),
+    ] = None,
+    validation: Annotated[
+        float | None,
+        typer.Option(
+            min=0.0,
+            max=MAX_NOISE,
+            help="Hold out this fraction of each class of examples (drawn with --seed) and report the rules' "
+            "precision, recall and F1 on them, by clingo.",
         ),
     ] = None,
 ) -> None:
@@ -177,6 +186,7 @@ def train_command(
         layout=layout.value,
         subgraph=subgraph,
         noise=noise,
+        validation=validation or None,
     )
     warn(plan.program.warnings)
     if talk:
@@ -190,12 +200,12 @@ def train_command(
         raise typer.Exit(130) from None
     result, stem = run.result, run.stem
     if json_summary:
-        keys = ("solved", "accepted", "seconds", "iterations", "restarts", "rules", "accuracy")
+        keys = ("solved", "accepted", "seconds", "iterations", "restarts", "rules", "accuracy", "validation")
         typer.echo(json.dumps({k: run.record[k] for k in keys}))
     else:
         status = "solved (verified by clingo)" if result.solved else "NOT solved"
         if result.accepted and not result.solved:
-            status = f"accepted under --noise {noise:g} (verified by clingo)"
+            status = f"accepted under noise {result.noise:g} (verified by clingo)"
         typer.echo(
             f"{stem}: {status} in {result.seconds:.2f} s, {result.iterations} iterations, "
             f"{result.restarts} restarts, seed {seed}"
@@ -211,6 +221,13 @@ def train_command(
             )
         elif not result.solved:
             typer.echo(f"  best rules: precision {score.precision:.3f}, recall {score.recall:.3f} on the examples")
+        held = result.validation
+        if held is not None:
+            typer.echo(
+                f"  validation ({held.positives:,} positive and {held.negatives:,} negative examples held out, "
+                f"clingo): precision {held.precision:.3f}, recall {held.recall:.3f}, F1 {held.f1:.3f}, "
+                f"{held.mistakes:,} wrong"
+            )
         typer.echo(
             f"  wrote {output_dir / (stem + '.dl')}, {output_dir / (stem + '.lp')}, {output_dir / (stem + '.json')}"
         )

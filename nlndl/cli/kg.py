@@ -19,7 +19,6 @@ from nlndl.cli.common import (
     kg_app,
     reported,
     size_option,
-    stdout,
 )
 from nlndl.defaults import COMPILE_MEMORY, KG_NEGATIVES, KG_NOISE, KG_TIME_LIMIT, KG_VARS
 
@@ -80,18 +79,17 @@ def kg_train_command(
         if quiet or json_out:
             return
         if learned is None:
-            stdout.print(f"[{i + 1}/{count}] {relation}: learning (up to {time_limit:g} s) ...")
+            typer.echo(f"[{i + 1}/{count}] {relation}: learning (up to {time_limit:g} s) ...")
             return
         verdict = "accepted" if learned.result.accepted else "best found"
         score = learned.result.score
-        stdout.print(
+        typer.echo(
             f"[{i + 1}/{count}] {relation}: {verdict} in {learned.seconds:.0f} s, precision "
             f"{score.precision:.3f} recall {score.recall:.3f} on its training examples; "
-            f"{len(learned.clauses)} clauses with confidence",
-            highlight=False,
+            f"{len(learned.clauses)} clauses with confidence"
         )
         for rule, conf in learned.program:
-            stdout.print(f"    {render(rule)}  % confidence {conf:.3f}", highlight=False, markup=False)
+            typer.echo(f"    {render(rule)}  % confidence {conf:.3f}")
 
     from nlndl.datalog import render
 
@@ -100,10 +98,9 @@ def kg_train_command(
         typer.echo(json.dumps(done.report, indent=2))
         return
     check = "agree" if done.agree else "DISAGREE"
-    stdout.print(
+    typer.echo(
         f"wrote {', '.join(str(p) for p in done.files[:3])} and the facts; clingo and nlndl's crisp evaluator "
-        f"{check} on the program's closure ({done.derived:,} new triples)",
-        highlight=False,
+        f"{check} on the program's closure ({done.derived:,} new triples)"
     )
     if not done.agree:
         raise typer.Exit(1)
