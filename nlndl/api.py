@@ -29,6 +29,7 @@ from nlndl.jobs import (
     plan_training,
     saved_tanner_graph,
     tanner_graph,
+    train_kg,
     train_ldpc_decoder,
     write_kg_sketch,
 )
@@ -54,6 +55,7 @@ __all__ = [
     "saved_tanner_graph",
     "tanner_graph",
     "train",
+    "train_kg",
     "train_ldpc_decoder",
     "write_kg_sketch",
 ]

@@ -409,26 +409,23 @@ class KGTraining:
     """What ``nlndl kg train`` learned and wrote: each relation's rules, and how clingo's closure of the
     exported program compares with nlndl's crisp evaluator's."""
 
-    learned: list  # list[nlndl.kg.RelationRules]
+    learned: list  # list[nlndl.kg.RelationRules]; empty on a torchrun rank other than 0, which writes nothing
     derived: int  # new triples (not known) the exported program derives, by clingo
     agree: bool  # clingo and the crisp evaluator derive the same triples
     files: list[Path]
     report: dict = field(default_factory=dict)
 
 
-def kg_output_files(directory: Path, relations: list[str] | None, memory_limit: int) -> tuple[list[str], list[str]]:
-    """The relations to learn and every file ``nlndl kg train`` writes for them (read from the graph)."""
+def kg_output_files(graph: object, chosen: list[str]) -> list[str]:
+    """Every file ``nlndl kg train`` writes for the ``chosen`` relations of ``graph`` (a ``nlndl.kg.Graph``)."""
     from nlndl.compiler.triples import fact_name, identifiers
     from nlndl.datalog import Names
-    from nlndl.kg import Graph, checked_relations
 
-    graph = Graph.read(Path(directory), memory_limit)
-    chosen = checked_relations(graph, relations, Path(directory))
     ident = identifiers(graph.relations)
     held = set(ident.values())
     held |= {fact_name(ident[r], set(ident.values())) for r in chosen if graph.pairs(r, ("facts",))}
     names = Names.for_relations(sorted(held))
-    return chosen, [*KG_FILES, *(f"{names(i)}.facts" for i in sorted(held))]
+    return [*KG_FILES, *(f"{names(i)}.facts" for i in sorted(held))]
 
 
 def train_kg(
@@ -442,12 +439,15 @@ def train_kg(
     rules.lp, their facts and rules.json; the exported program is run by clingo and by nlndl's crisp evaluator,
     which must agree. ``config``: a :class:`nlndl.kg.KGConfig`."""
     from nlndl import kg_export
-    from nlndl.kg import KGConfig, learn_graph
+    from nlndl.kg import Graph, KGConfig, checked_relations, learn_graph
 
     config = config or KGConfig()
-    chosen, files = kg_output_files(Path(directory), relations, config.memory_limit)
-    out = output_dir(Path(output), files)
-    graph, learned = learn_graph(Path(directory), chosen, config, progress)
+    graph = Graph.read(Path(directory), config.memory_limit)
+    chosen = checked_relations(graph, relations, Path(directory))
+    out = output_dir(Path(output), kg_output_files(graph, chosen))
+    learned = learn_graph(Path(directory), graph, chosen, config, progress)
+    if learned is None:  # not rank 0 of a torchrun: rank 0 writes
+        return KGTraining([], 0, True, [])
     origin = Path(directory).name
     texts = {
         "rules.dl": kg_export.souffle_text(learned, origin),
@@ -458,7 +458,9 @@ def train_kg(
     derived, agree = closure_agrees(graph, learned, texts["rules.lp"] + texts["facts.lp"])
     report = {
         "data": str(directory),
-        "config": {k: getattr(config, k) for k in ("seed", "time_limit", "noise", "negatives", "vars", "subgraph")},
+        "config": {
+            k: getattr(config, k) for k in ("seed", "time_limit", "max_iters", "noise", "negatives", "vars", "subgraph")
+        },
         "relations": [one.to_json() for one in learned],
         "closure": {"derived": derived, "clingo_agrees_with_crisp": agree},
     }

@@ -9,6 +9,7 @@ three clauses ties every candidate it derives.
 
 from __future__ import annotations
 
+import resource
 import tempfile
 import time
 from collections.abc import Callable
@@ -21,13 +22,24 @@ from scipy import sparse
 
 from nlndl.compiler import compile_sketch
 from nlndl.compiler.crisp import Rule, evaluate
-from nlndl.compiler.diagnostics import Diagnostics
+from nlndl.compiler.diagnostics import CompileError, Diagnostics
 from nlndl.compiler.triples import FACT, KGSketch, Triple, kg_sketch, read_splits
 from nlndl.datalog import render
-from nlndl.defaults import COMPILE_MEMORY_BYTES, KG_NEGATIVES, KG_NOISE, KG_TIME_LIMIT, KG_VARS
+from nlndl.defaults import (
+    COMPILE_MEMORY_BYTES,
+    KG_NEGATIVES,
+    KG_NOISE,
+    KG_PATIENCE,
+    KG_TIME_LIMIT,
+    KG_VARS,
+    MAX_ITERS,
+    TRAIN_MEMORY_BYTES,
+)
+from nlndl.distributed import gather, process_rank, share
 from nlndl.errors import JobError
 from nlndl.learn import LearnConfig, LearnResult, learn
 from nlndl.ranking import noisy_or
+from nlndl.runtime.budget import BudgetError
 from nlndl.runtime.train import TrainConfig
 
 KNOWN = ("facts", "train")  # the splits rules read and confidences count on
@@ -89,7 +101,7 @@ def rule_pairs(graph: Graph, rules: list[Rule], sources: dict[str, str]) -> list
     out = []
     for rule in rules:
         alone = Rule("derived__", rule.head_args, rule.body)
-        model = evaluate({k: set(v) for k, v in db.items()}, [alone])
+        model = evaluate({a.predicate: set(db[a.predicate]) for a in rule.body}, [alone])
         out.append(graph.matrix(set(model.get("derived__", set()))))
     return out
 
@@ -106,6 +118,10 @@ class KGConfig:
     vars: int = KG_VARS
     subgraph: int | None = None
     memory_limit: int = COMPILE_MEMORY_BYTES  # reading the triples and compiling each sketch
+    max_iters: int = MAX_ITERS
+    device: str = "cpu"
+    train_memory: int = TRAIN_MEMORY_BYTES  # each relation's training fitted to it (recomputed steps, fewer restarts)
+    noise_patience: int = KG_PATIENCE  # iterations an accepted best may go unimproved before training stops
 
 
 @dataclass
@@ -120,6 +136,7 @@ class RelationRules:
     clauses: list[tuple[Rule, float]]  # every clause read out that derives a known triple, by confidence
     pairs: dict[Rule, sparse.csr_matrix] = field(repr=False, default_factory=dict)  # each rule's derived pairs
     seconds: float = 0.0
+    peak_rss: int = 0  # bytes: the learning process's peak resident memory once this relation was learned
 
     def scores(self, shape: tuple[int, int], clauses: bool = True) -> sparse.csr_matrix:
         """Per (head, tail), the noisy-or of the confidences of the clauses (or the program's rules) deriving it."""
@@ -137,6 +154,7 @@ class RelationRules:
             "training": self.result.score.to_json(),
             "iterations": self.result.iterations,
             "seconds": round(self.seconds, 2),
+            "peak_rss_mib": round(self.peak_rss / 2**20),
         }
 
 
@@ -153,13 +171,25 @@ def learn_relation(directory: Path, graph: Graph, target: str, config: KGConfig)
         (Path(tmp) / "sketch.dl").write_text(made.text)
         for name, text in made.facts.items():
             (Path(tmp) / f"{name}.facts").write_text(text)
-        program = compile_sketch(
-            Path(tmp) / "sketch.dl", seed=config.seed, subgraph=config.subgraph, memory_limit=config.memory_limit
-        )
+        try:
+            program = compile_sketch(
+                Path(tmp) / "sketch.dl", seed=config.seed, subgraph=config.subgraph, memory_limit=config.memory_limit
+            )
+        except CompileError as exc:  # located in a temporary file: said of the relation instead
+            found = " ".join(d.message for d in exc.diagnostics.errors)
+            raise JobError(f"{directory}: error: relation {target!r} (as nlndl kg sketch writes it): {found}") from None
     learned = LearnConfig(
-        train=TrainConfig(seed=config.seed, time_limit=config.time_limit), noise=config.noise, clauses=True
+        train=TrainConfig(seed=config.seed, max_iters=config.max_iters, time_limit=config.time_limit),
+        device=config.device,
+        memory_limit=config.train_memory,
+        noise=config.noise,
+        noise_patience=config.noise_patience,
+        clauses=True,
     )
-    result = learn(program, learned)
+    try:
+        result = learn(program, learned)
+    except BudgetError as exc:
+        raise JobError(f"{directory}: error: relation {target!r}: {exc}") from None
     seconds = time.perf_counter() - start
     sources = {ident: (target if name == FACT else name) for name, ident in made.relations.items()}
     rules = list(dict.fromkeys([*result.rules, *result.clauses]))
@@ -168,27 +198,30 @@ def learn_relation(directory: Path, graph: Graph, target: str, config: KGConfig)
     rated = {r: confidence(p, known) for r, p in pairs.items()}
     program_rules = [(r, rated[r][0]) for r in result.rules]
     clauses = sorted(((r, c) for r, (c, support) in rated.items() if support >= MIN_SUPPORT), key=lambda rc: -rc[1])
-    return RelationRules(target, made.relations[target], sources, result, program_rules, clauses, pairs, seconds)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+    return RelationRules(target, made.relations[target], sources, result, program_rules, clauses, pairs, seconds, rss)
 
 
 def learn_graph(
     directory: Path,
-    relations: list[str] | None,
+    graph: Graph,
+    relations: list[str],
     config: KGConfig,
     progress: Callable[[int, int, str, RelationRules | None], None] | None = None,
-) -> tuple[Graph, list[RelationRules]]:
-    """Every relation (or those named) of the graph in ``directory``, learned one after another; ``progress``
-    is told (index, count, relation, None) before and (..., learned) after each."""
-    graph = Graph.read(directory, config.memory_limit)
-    chosen = checked_relations(graph, relations, directory)
+) -> list[RelationRules] | None:
+    """The given relations of ``graph`` (read from ``directory``), learned one after another or, under torchrun,
+    shared round robin among the processes and gathered on rank 0 in the given order (None on the other ranks);
+    ``progress`` is told (index, count, relation, None) before and (..., learned) after each."""
+    at = process_rank(config.device)
     out = []
-    for i, target in enumerate(chosen):
+    for target in share(relations, at):
+        i = relations.index(target)
         if progress:
-            progress(i, len(chosen), target, None)
+            progress(i, len(relations), target, None)
         out.append(learn_relation(directory, graph, target, config))
         if progress:
-            progress(i, len(chosen), target, out[-1])
-    return graph, out
+            progress(i, len(relations), target, out[-1])
+    return gather(out, at)
 
 
 def checked_relations(graph: Graph, relations: list[str] | None, directory: Path) -> list[str]:

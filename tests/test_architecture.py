@@ -13,7 +13,18 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = {"compiler": "nlndl.compiler", "runtime": "nlndl.runtime", "nlndl": "nlndl"}
 BASE = {"nlndl", "nlndl.defaults", "nlndl.errors"}  # import nothing of nlndl; every layer may use them
 # sketch -> parse -> check -> ground (compiler) -> run (runtime) -> extract -> verify -> export
-STAGES = ["nlndl.datalog", "nlndl.extract", "nlndl.verify", "nlndl.learn", "nlndl.export", "nlndl.jobs", "nlndl.api"]
+STAGES = [
+    "nlndl.datalog",
+    "nlndl.extract",
+    "nlndl.verify",
+    "nlndl.holdout",
+    "nlndl.learn",
+    "nlndl.kg",
+    "nlndl.export",
+    "nlndl.kg_export",
+    "nlndl.jobs",
+    "nlndl.api",
+]
 
 
 def modules() -> dict[str, Path]:

@@ -38,7 +38,7 @@ def test_the_subgraph_is_the_whole_world_restricted_to_its_constants(tree):
     program = compile_sketch(tree, subgraph=20, seed=1)
     (whole,) = program.whole
     assert (whole.sampled, whole.entities) == (20, 60)
-    (facts, pos, neg, closed), (all_facts, all_pos, all_neg, all_closed) = (
+    (facts, pos, neg, closed, _), (all_facts, all_pos, all_neg, all_closed, _) = (
         checked_worlds(program)[0],
         checked_worlds(program, whole=True)[0],
     )

@@ -19,7 +19,8 @@ import numpy as np
 from scipy import sparse
 
 from nlndl.compiler.triples import SPLITS
-from nlndl.kg import KNOWN, MIN_SUPPORT, Graph, KGConfig, RelationRules, checked_relations, confidence, learn_relation
+from nlndl.distributed import process_rank
+from nlndl.kg import KNOWN, MIN_SUPPORT, Graph, KGConfig, RelationRules, checked_relations, confidence, learn_graph
 from nlndl.ranking import Metrics, metrics, noisy_or, ranks
 
 
@@ -105,14 +106,23 @@ def run(
     config: KGConfig,
     learn: bool,
     progress: Callable[[str], None] | None = None,
-) -> dict[str, Any]:
-    """Per relation the baseline's metrics and, with ``learn``, nlndl's; both over all relations (micro)."""
+) -> dict[str, Any] | None:
+    """Per relation the baseline's metrics and, with ``learn``, nlndl's; both over all relations (micro). Under
+    torchrun the relations are learned by all processes and ranked on rank 0 (None on the others)."""
+    started = time.perf_counter()
     graph = Graph.read(directory)
     chosen = checked_relations(graph, relations, directory)
+    learned: dict[str, RelationRules] = {}
+    if learn:
+        tell = (lambda i, count, r, done: progress(r) if done is not None else None) if progress else None
+        got = learn_graph(directory, graph, chosen, config, tell)
+        if got is None:
+            return None
+        learned = {one.relation: one for one in got}
     rows, base_all, nln_all, alone_all = [], [], [], []
     n = len(graph.entities)
     for target in chosen:
-        if progress:
+        if progress and not learn:
             progress(target)
         start = time.perf_counter()
         mined = path_rules(graph, target)
@@ -123,12 +133,14 @@ def run(
         row["baseline"]["rules"] = len(mined)
         base_all.append(base)
         if learn:
-            own, found = nlndl_side(graph, learn_relation(directory, graph, target, config))
+            own, found = nlndl_side(graph, learned[target])
             row["nlndl"] = own
             nln_all.append(found)
             alone_all.append(own["program"])
         rows.append(row)
     out = {"data": directory.name, "relations": rows, "baseline": metrics(np.concatenate(base_all)).to_json()}
+    out["processes"] = process_rank(config.device).size
+    out["seconds"] = round(time.perf_counter() - started, 1)
     if learn:
         out["nlndl"] = metrics(np.concatenate(nln_all)).to_json()
         weights = [r["queries"] for r in alone_all]

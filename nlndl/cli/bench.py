@@ -163,22 +163,24 @@ def bench_kg(
     time_limit: KGTimeOption = KG_TIME_LIMIT,
     noise: KGNoiseOption = KG_NOISE,
     subgraph: SubgraphOption = None,
+    device: Annotated[str, typer.Option(help="cpu, cuda or cuda:N: where each relation is trained.")] = "cpu",
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the figures and rules as JSON.")] = None,
     quiet: QuietOption = False,
 ) -> None:
     """Knowledge-graph completion on test.txt (filtered MRR, Hits@1/10, both directions, mean-rank ties): the
     path-rule baseline and nlndl's learned clauses, each ranking by rule confidence, side by side."""
     from nlndl.bench import kg
-    from nlndl.kg import Graph, KGConfig
+    from nlndl.kg import Graph, KGConfig, checked_relations
 
     check_outputs(json_path)
     if not (directory / "facts.txt").is_file() or not (directory / "test.txt").is_file():
         fail(f"{directory}: error: needs facts.txt, train.txt and test.txt (the Neural LP layout)")
-    config = KGConfig(seed=seed, time_limit=time_limit, noise=noise, subgraph=subgraph)
-    total = len(set(relations)) if relations else len(Graph.read(directory).relations)
+    config = KGConfig(seed=seed, time_limit=time_limit, noise=noise, subgraph=subgraph, device=device_option(device))
+    total = len(checked_relations(Graph.read(directory), relations, directory))
     with progress_bar(total, quiet) as tell:
         report = kg.run(directory, relations or None, config, learn, tell)
-    publish_report(kg.markdown(report), report, json_path)
+    if report is not None:  # None: a torchrun rank other than 0
+        publish_report(kg.markdown(report), report, json_path)
 
 
 @bench_app.command("fuzz")

@@ -16,11 +16,12 @@ from nlndl.cli.common import (
     KGTimeOption,
     QuietOption,
     SubgraphOption,
+    device_option,
     kg_app,
     reported,
     size_option,
 )
-from nlndl.defaults import COMPILE_MEMORY, KG_NEGATIVES, KG_NOISE, KG_TIME_LIMIT, KG_VARS
+from nlndl.defaults import COMPILE_MEMORY, KG_NEGATIVES, KG_NOISE, KG_TIME_LIMIT, KG_VARS, MAX_ITERS
 
 
 @kg_app.command("sketch")
@@ -65,15 +66,22 @@ def kg_train_command(
     memory_limit: Annotated[
         str, typer.Option(help="Refuse triple files or sketches larger than this.")
     ] = COMPILE_MEMORY,
+    max_iters: Annotated[int, typer.Option(min=1, help="Iteration limit per relation.")] = MAX_ITERS,
+    device: Annotated[str, typer.Option(help="cpu, cuda or cuda:N.")] = "cpu",
     json_out: JsonOption = False,
     quiet: QuietOption = False,
 ) -> None:
     """Learn rules for every relation of a knowledge graph (facts.txt as the graph, train.txt as examples,
-    corrupted triples as negatives) and write them as one Soufflé rules.dl and one clingo rules.lp."""
+    corrupted triples as negatives) and write them as one Soufflé rules.dl and one clingo rules.lp.
+
+    Under torchrun (torchrun --nproc-per-node N -m nlndl kg train ...) the relations are shared among the N
+    processes and rank 0 writes the program."""
     from nlndl import jobs
     from nlndl.kg import KGConfig
 
-    config = KGConfig(seed, time_limit, noise, negatives, vars_, subgraph, size_option(memory_limit))
+    config = KGConfig(
+        seed, time_limit, noise, negatives, vars_, subgraph, size_option(memory_limit), max_iters, device_option(device)
+    )
 
     def tell(i: int, count: int, relation: str, learned: object | None) -> None:
         if quiet or json_out:
@@ -94,6 +102,8 @@ def kg_train_command(
     from nlndl.datalog import render
 
     done = jobs.train_kg(directory, output, relations, config, tell)
+    if not done.files:  # a torchrun rank other than 0
+        return
     if json_out:
         typer.echo(json.dumps(done.report, indent=2))
         return
