@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -458,9 +458,7 @@ def train_kg(
     derived, agree = closure_agrees(graph, learned, texts["rules.lp"] + texts["facts.lp"])
     report = {
         "data": str(directory),
-        "config": {
-            k: getattr(config, k) for k in ("seed", "time_limit", "max_iters", "noise", "negatives", "vars", "subgraph")
-        },
+        "config": asdict(config),
         "relations": [one.to_json() for one in learned],
         "closure": {"derived": derived, "clingo_agrees_with_crisp": agree},
     }

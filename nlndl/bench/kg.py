@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -148,14 +149,7 @@ def run(
             k: float(np.average([r[k] for r in alone_all], weights=weights))
             for k in ("mrr", "hits@1", "hits@3", "hits@10")
         }
-        out["config"] = {
-            "seed": config.seed,
-            "time_limit": config.time_limit,
-            "noise": config.noise,
-            "negatives": config.negatives,
-            "vars": config.vars,
-            "subgraph": config.subgraph,
-        }
+        out["config"] = asdict(config)
     return out
 
 

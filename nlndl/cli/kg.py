@@ -77,6 +77,7 @@ def kg_train_command(
     Under torchrun (torchrun --nproc-per-node N -m nlndl kg train ...) the relations are shared among the N
     processes and rank 0 writes the program."""
     from nlndl import jobs
+    from nlndl.datalog import render
     from nlndl.kg import KGConfig
 
     config = KGConfig(
@@ -99,18 +100,16 @@ def kg_train_command(
         for rule, conf in learned.program:
             typer.echo(f"    {render(rule)}  % confidence {conf:.3f}")
 
-    from nlndl.datalog import render
-
     done = jobs.train_kg(directory, output, relations, config, tell)
     if not done.files:  # a torchrun rank other than 0
         return
     if json_out:
         typer.echo(json.dumps(done.report, indent=2))
-        return
-    check = "agree" if done.agree else "DISAGREE"
-    typer.echo(
-        f"wrote {', '.join(str(p) for p in done.files[:3])} and the facts; clingo and nlndl's crisp evaluator "
-        f"{check} on the program's closure ({done.derived:,} new triples)"
-    )
+    else:
+        check = "agree" if done.agree else "DISAGREE"
+        typer.echo(
+            f"wrote {', '.join(str(p) for p in done.files[:3])} and the facts; clingo and nlndl's crisp evaluator "
+            f"{check} on the program's closure ({done.derived:,} new triples)"
+        )
     if not done.agree:
         raise typer.Exit(1)
