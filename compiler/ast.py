@@ -131,3 +131,13 @@ class Sketch:
     functions: list[tuple[str, Span]] = field(default_factory=list)  # relations used as unary functions
     worlds: list[World] = field(default_factory=list)
     sources: dict[str, str] = field(default_factory=dict)  # file name -> text, for diagnostics
+
+    def learning_directives(self) -> list[tuple[Span, str]]:
+        """Where each directive that only a sketch may hold stands (examples aside), and what it is: what a
+        background program or a rules file, which hold declarations and rules only, must not contain."""
+        found = [(learn.span, ".learn") for learn in self.learns]
+        found += [(span, ".closed") for _, span in self.closed]
+        found += [(span, ".function") for _, span in self.functions]
+        found += [(world.span, ".world") for world in self.worlds[1:]]
+        found += [(d[1], name) for d, name in ((self.steps, ".steps"), (self.noise, ".noise")) if d is not None]
+        return found

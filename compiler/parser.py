@@ -316,19 +316,9 @@ def add_background(sketch: ast.Sketch, path: Path, diags: Diagnostics, memory_li
     extra = ast.Sketch(worlds=[ast.World("main", None)])
     _parse_into(text, path, extra, diags, {path.resolve()}, memory_limit)
     sketch.sources.update(extra.sources)
-    for item, what in (
-        (extra.learns, ".learn"),
-        (extra.closed, ".closed"),
-        (extra.functions, ".function"),
-        (extra.worlds[1:], ".world"),
-        (extra.worlds[0].examples, "an example"),
-    ):
-        for entry in item:
-            span = entry[1] if isinstance(entry, tuple) else entry.span
-            diags.error(span, f"{what} in a background program (it may hold declarations and rules only)")
-    for directive, name in ((extra.steps, ".steps"), (extra.noise, ".noise")):
-        if directive is not None:
-            diags.error(directive[1], f"{name} in a background program (it may hold declarations and rules only)")
+    examples = [(example.span, "an example") for example in extra.worlds[0].examples]
+    for span, what in extra.learning_directives() + examples:
+        diags.error(span, f"{what} in a background program (it may hold declarations and rules only)")
     types = {t.name: t for t in sketch.types}
     for decl in extra.types:
         known = types.get(decl.name)

@@ -34,19 +34,9 @@ def checked_rules(sketch: ast.Sketch, program: CompiledProgram, path: str) -> li
     """The rules of a parsed rules file, each checked against ``program``'s sketch (see :func:`read_rules`)."""
     symbols = SymbolTable.from_json(program.symbols)
     diags = Diagnostics(sources=dict(sketch.sources))
-    for items, what in (
-        (sketch.learns, ".learn"),
-        (sketch.closed, ".closed"),
-        (sketch.functions, ".function"),
-        (sketch.worlds[1:], ".world"),
-        ([e for w in sketch.worlds for e in w.examples], "an example"),
-    ):
-        for item in items:
-            span = item[1] if isinstance(item, tuple) else item.span
-            diags.error(span, f"{what} in a rules file (it may hold rules and declarations only)")
-    for directive, name in ((sketch.steps, ".steps"), (sketch.noise, ".noise")):
-        if directive is not None:
-            diags.error(directive[1], f"{name} in a rules file (it may hold rules and declarations only)")
+    examples = [(example.span, "an example") for world in sketch.worlds for example in world.examples]
+    for span, what in sketch.learning_directives() + examples:
+        diags.error(span, f"{what} in a rules file (it may hold rules and declarations only)")
     rules = []
     for clause in (c for w in sketch.worlds for c in w.clauses):
         if not clause.body:
