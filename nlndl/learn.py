@@ -85,12 +85,18 @@ class LearnResult:
         }
 
 
-def memberships(model: ForwardChainer, restart: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def all_memberships(model: ForwardChainer) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per learned predicate, every restart's inner (K, T, L) and outer (K, T) memberships, on the CPU."""
     out = {}
     for name, function in model.functions.items():
         inner, outer = function.memberships()
-        out[name] = (inner[restart].detach().cpu().numpy(), outer[restart].detach().cpu().numpy())
+        out[name] = (inner.detach().cpu().numpy(), outer.detach().cpu().numpy())
     return out
+
+
+def memberships(model: ForwardChainer, restart: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """One restart's memberships (fresh arrays: callers may switch some off)."""
+    return {name: (inner[restart], outer[restart]) for name, (inner, outer) in all_memberships(model).items()}
 
 
 @dataclass
@@ -237,9 +243,11 @@ class Learner:
         iterations."""
         threshold = self.config.threshold
         self.checks += 1
-        if self.config.clauses:
+        if self.config.clauses:  # every restart's clauses, from one read of the memberships
+            weights = all_memberships(model)
             for restart in range(model.restarts):
-                self.clauses.update(dict.fromkeys(self.rules(model, restart)))
+                one = {name: (inner[restart], outer[restart]) for name, (inner, outer) in weights.items()}
+                self.clauses.update(dict.fromkeys(extract(self.program, one, threshold)))
         missed, derived = self.mistakes(model)
         grid_wrong = missed + derived
         examples = sum(int(w.example_slots.numel()) for w in model.worlds)
