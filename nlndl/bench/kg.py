@@ -107,11 +107,13 @@ def run(
     config: KGConfig,
     learn: bool,
     progress: Callable[[str], None] | None = None,
+    graph: Graph | None = None,
 ) -> dict[str, Any] | None:
     """Per relation the baseline's metrics and, with ``learn``, nlndl's; both over all relations (micro). Under
-    torchrun the relations are learned by all processes and ranked on rank 0 (None on the others)."""
+    torchrun the relations are learned by all processes and ranked on rank 0 (None on the others). ``graph``:
+    the one in ``directory``, if already read."""
     started = time.perf_counter()
-    graph = Graph.read(directory)
+    graph = graph if graph is not None else Graph.read(directory)
     chosen = checked_relations(graph, relations, directory)
     learned: dict[str, RelationRules] = {}
     if learn:

@@ -176,9 +176,10 @@ def bench_kg(
     if not (directory / "facts.txt").is_file() or not (directory / "test.txt").is_file():
         fail(f"{directory}: error: needs facts.txt, train.txt and test.txt (the Neural LP layout)")
     config = KGConfig(seed=seed, time_limit=time_limit, noise=noise, subgraph=subgraph, device=device_option(device))
-    total = len(checked_relations(Graph.read(directory), relations, directory))
+    graph = Graph.read(directory)
+    total = len(checked_relations(graph, relations, directory))
     with progress_bar(total, quiet) as tell:
-        report = kg.run(directory, relations or None, config, learn, tell)
+        report = kg.run(directory, relations or None, config, learn, tell, graph)
     if report is not None:  # None: a torchrun rank other than 0
         publish_report(kg.markdown(report), report, json_path)
 
