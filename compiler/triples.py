@@ -73,6 +73,15 @@ def fact_name(target: str, taken: set[str]) -> str:
     return name
 
 
+def sketch_identifiers(names: list[str], target: str, own_facts: bool) -> dict[str, str]:
+    """The identifiers of the sketch learning ``target``: each relation's (:func:`identifiers`) and, where the
+    target has triples in facts.txt (``own_facts``), theirs under the key :data:`FACT`."""
+    ident = identifiers(names)
+    if own_facts:
+        ident[FACT] = fact_name(ident[target], set(ident.values()))
+    return ident
+
+
 def quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
@@ -135,7 +144,6 @@ def kg_sketch(
     if len(names) < 2:
         diags.error(Span(str(directory / "facts.txt"), 1, 1), f"no relation besides {target!r} to learn it from")
         return None
-    ident = identifiers(names)
     entity_file = directory / "entities.txt"
     if entity_file.exists():
         entities = [row[0] for row in read_facts(entity_file, ["symbol"], diags, Span(str(entity_file), 1, 1))]
@@ -146,8 +154,8 @@ def kg_sketch(
     background: dict[str, list[tuple[str, str]]] = {r: [] for r in names}
     for h, r, t in split["facts"]:
         background[r].append((h, t))
+    ident = sketch_identifiers(names, target, bool(background[target]))
     if background[target]:  # the target's known triples, under a name of their own
-        ident = {**ident, FACT: fact_name(ident[target], set(ident.values()))}
         background[FACT] = background.pop(target)
     else:
         del background[target]

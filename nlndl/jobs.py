@@ -418,12 +418,12 @@ class KGTraining:
 
 def kg_output_files(graph: object, chosen: list[str]) -> list[str]:
     """Every file ``nlndl kg train`` writes for the ``chosen`` relations of ``graph`` (a ``nlndl.kg.Graph``)."""
-    from nlndl.compiler.triples import fact_name, identifiers
+    from nlndl.compiler.triples import sketch_identifiers
     from nlndl.datalog import Names
 
-    ident = identifiers(graph.relations)
-    held = set(ident.values())
-    held |= {fact_name(ident[r], set(ident.values())) for r in chosen if graph.pairs(r, ("facts",))}
+    held = set()
+    for r in chosen:  # the identifiers each relation's sketch holds (kg_export writes a .facts file for each)
+        held |= set(sketch_identifiers(graph.relations, r, bool(graph.pairs(r, ("facts",)))).values())
     names = Names.for_relations(sorted(held))
     return [*KG_FILES, *(f"{names(i)}.facts" for i in sorted(held))]
 
