@@ -37,16 +37,23 @@ def compile_sketch(
     seed: int = 0,
     layout: str = "auto",
     subgraph: int | None = None,
+    shard: tuple[int, int] = (0, 1),
 ) -> CompiledProgram:
     """Compile the sketch at ``path``, with the rules of each ``background`` program (for example one
     an earlier ``nlndl train`` wrote) added as background; raises CompileError carrying every diagnostic.
     ``seed`` draws sampled closed-world negatives and the subgraph; ``layout`` is the valuation's: dense,
     sparse or auto; ``subgraph``: train on that many constants of each world around drawn positive examples
-    (compiler.subgraph), the whole worlds kept for verification."""
+    (compiler.subgraph), the whole worlds kept for verification; ``shard`` (rank, size): one of ``size``
+    processes' share of the examples, with the atoms their substitutions read (a sharded training run)."""
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, not {layout!r}")
     if subgraph is not None and subgraph < MIN_ENTITIES:
         raise ValueError(f"subgraph must be at least {MIN_ENTITIES} entities, not {subgraph}")
+    rank, size = shard
+    if not 0 <= rank < size:
+        raise ValueError(f"shard {rank} of {size} does not exist")
+    if subgraph is not None and size > 1:
+        raise ValueError("a program trained on a subgraph is not sharded")
     sketch = parse_file(path, tuple(background), memory_limit)
     diags = Diagnostics(sources=dict(sketch.sources))
     checked = check(sketch, diags)
@@ -59,7 +66,7 @@ def compile_sketch(
         full = worlds
         worlds = [sample(checked, w, subgraph, np.random.default_rng([seed, i, 1])) for i, w in enumerate(full)]
         whole = [whole_world(checked, w, s) for w, s in zip(full, worlds, strict=True)]
-    learned, lowered = lower(checked, worlds, diags, memory_limit, seed, layout)
+    learned, lowered = lower(checked, worlds, diags, memory_limit, seed, layout, shard)
     if diags:
         raise CompileError(diags)
     if steps is None:

@@ -81,6 +81,21 @@ def labelled(
     return out
 
 
+def share(
+    labelled: dict[str, tuple[np.ndarray, np.ndarray]], rank: int, size: int
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Shard ``rank`` of ``size`` of the examples: of each predicate every ``size``-th positive and every
+    ``size``-th negative from the ``rank``-th on, so that each shard holds its part of both classes."""
+    out = {}
+    for name, (flat, labels) in labelled.items():
+        positive = labels > 0.5
+        keep = np.zeros(flat.size, dtype=bool)
+        for mask in (positive, ~positive):
+            keep[np.flatnonzero(mask)[rank::size]] = True
+        out[name] = (flat[keep], labels[keep])
+    return out
+
+
 def closed_atoms(closed: set[str], samples: dict[str, int], given_atoms: dict, grids: dict[str, int]) -> int:
     """How many example atoms the closed predicates would add, exactly, before any is drawn."""
     total = 0

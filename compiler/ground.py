@@ -343,11 +343,16 @@ class Lowering:
 MAX_WARNINGS = 5  # underivable positive examples reported per learned predicate and world
 
 
-def example_slot(world: GroundWorld, layout: Layout, name: str, args: tuple[int, ...]) -> int:
-    """Where the ground atom name(args) lives in the world's valuation (the false slot if not laid out)."""
+def example_flat(world: GroundWorld, layout: Layout, name: str, args: tuple[int, ...]) -> int:
+    """The ground atom name(args)'s index in its relation's grid."""
     entry = layout.entries[name]
     pos = tuple(world.positions[t][c] for t, c in zip(entry.types, args, strict=True))
-    flat = int(np.ravel_multi_index(pos, entry.shape)) if entry.shape else 0
+    return int(np.ravel_multi_index(pos, entry.shape)) if entry.shape else 0
+
+
+def example_slot(world: GroundWorld, layout: Layout, name: str, args: tuple[int, ...]) -> int:
+    """Where the ground atom name(args) lives in the world's valuation (the false slot if not laid out)."""
+    flat = example_flat(world, layout, name, args)
     return int(layout.slots(name, np.array([flat], dtype=np.int64))[0])
 
 
@@ -370,14 +375,32 @@ def derivable_heads(
     return set(scatter[possible].tolist())
 
 
-def underivable(world: GroundWorld, layout: Layout, heads: dict[str, set[int]], diags: Diagnostics) -> None:
+def underivable(
+    world: GroundWorld,
+    layout: Layout,
+    heads: dict[str, set[int]],
+    diags: Diagnostics,
+    shard: dict[str, np.ndarray] | None = None,
+) -> None:
     """Warn of each positive example of a learned predicate that no safe clause the network can represent
     derives (:func:`derivable_heads`): typically a constant that occurs in no fact. The first
-    ``MAX_WARNINGS`` per predicate and world; the last of them counts the rest."""
+    ``MAX_WARNINGS`` per predicate and world; the last of them counts the rest. With ``shard`` (per
+    predicate, the sorted grid indices of this shard's examples), only the shard's examples."""
+
+    def mine(name: str, args: tuple[int, ...]) -> bool:
+        if shard is None:
+            return True
+        flats, flat = shard.get(name, np.zeros(0, dtype=np.int64)), example_flat(world, layout, name, args)
+        i = int(np.searchsorted(flats, flat))
+        return i < flats.size and flats[i] == flat
+
     missed = [
         (name, span)
         for name, args, positive, span in world.examples
-        if positive and name in heads and example_slot(world, layout, name, args) not in heads[name]
+        if positive
+        and name in heads
+        and mine(name, args)
+        and example_slot(world, layout, name, args) not in heads[name]
     ]
     where = f" in world {world.name}" if world.name != "main" else ""
     for name in sorted({name for name, _ in missed}):
@@ -528,10 +551,12 @@ def lower(
     memory_limit: int,
     seed: int = 0,
     layout_kind: str = "auto",
+    shard: tuple[int, int] = (0, 1),
 ) -> tuple[dict[str, LearnedIR], list[WorldIR]]:
     """Index arrays of every learned predicate in every world; refused up front past the memory limit.
     ``layout_kind``: dense, sparse, or auto (sparse where the dense valuation passes DENSE_ATOMS); ``seed``
-    draws the sampled closed-world negatives."""
+    draws the sampled closed-world negatives. ``shard`` (rank, size): only that share of each world's examples
+    (examples.share), with the atoms their substitutions read, for one of ``size`` processes."""
     learned = set(checked.learned)
     used = readable(checked)
     relations = [r for r in checked.relations if r in used]
@@ -573,6 +598,8 @@ def lower(
             _refuse_valuation(diags, span, world, wanted, most, sizes[most], memory_limit, "examples")
             return {}, []
         labelled = examples.labelled(given, closed, samples, sizes, np.random.default_rng([seed, index]))
+        if shard[1] > 1:
+            labelled = examples.share(labelled, *shard)
         true = {
             name: fact_keys(world.fact_positions(name, types[name]), grids[name][0])
             for name in relations
@@ -641,7 +668,8 @@ def lower(
             subst[p], dropped[p] = int(kept[p].size), int(low.total - kept[p].size)
         dnf = [p for p, spec in checked.learned.items() if spec.form == "dnf"]  # a CNF has no safety gate
         heads = {p: derivable_heads(checked.learned[p], inputs[p], arrays, learned) for p in dnf}
-        underivable(world, layout, heads, diags)
+        mine = {p: flat for p, (flat, _) in labelled.items()} if shard[1] > 1 else None
+        underivable(world, layout, heads, diags, mine)
         arrays.update(example_arrays(layout, labelled))
         out.append(WorldIR(world.name, layout.atoms, layout.entries, world.domains, subst, dropped, arrays))
     return {p: learned_ir(s, inputs[p], pruned[p]) for p, s in checked.learned.items()}, out

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from nlndl.runtime.collective import Collective
 
 T = TypeVar("T")
 
@@ -65,3 +68,10 @@ def barrier(at: Ranks) -> None:
         import torch.distributed as dist
 
         dist.barrier()
+
+
+def collective(at: Ranks, device: str = "cpu") -> Collective:
+    """What one program's training shares with the other processes (runtime.collective): nothing alone."""
+    from nlndl.runtime.collective import Collective, TorchCollective
+
+    return TorchCollective(device) if at.size > 1 else Collective()

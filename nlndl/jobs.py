@@ -27,6 +27,7 @@ from nlndl.verify import Score, clingo_score
 if TYPE_CHECKING:
     from nlndl.decoders import DecoderTraining
     from nlndl.learn import LearnConfig, LearnResult
+    from nlndl.runtime.collective import Collective
 
 PROGRAM_FILES = ["program.json", "arrays.safetensors"]  # what ``compile -o`` and ``ldpc compile -o`` write
 
@@ -65,6 +66,7 @@ def compile_program(
     seed: int = 0,
     layout: str = "auto",
     subgraph: int | None = None,
+    shard: tuple[int, int] = (0, 1),
 ) -> CompiledProgram:
     """Parse, check and compile a sketch (CompileError with every located diagnostic)."""
     return compile_sketch(
@@ -76,6 +78,7 @@ def compile_program(
         seed=seed,
         layout=layout,
         subgraph=subgraph,
+        shard=shard,
     )
 
 
@@ -111,6 +114,12 @@ class TrainPlan:
     resume: bool
     record: dict
     notes: list[str] = field(default_factory=list)  # what was changed to fit the memory limit
+    collective: Collective | None = None  # the processes sharing the examples under torchrun (None: alone)
+
+    @property
+    def leader(self) -> bool:
+        """Whether this process reports and writes (the only one, or torchrun's rank 0)."""
+        return self.collective is None or self.collective.leader
 
     @property
     def checkpoint(self) -> Path:
@@ -132,9 +141,10 @@ class TrainPlan:
             result = learn(
                 self.program,
                 self.config,
-                progress,
+                progress if self.leader else None,
                 resume=self.checkpoint if self.resume else None,
                 checkpoint=save_checkpoint,
+                collective=self.collective,
             )
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted: checkpoint saved to {self.checkpoint}; continue with --resume") from None
@@ -150,12 +160,17 @@ class TrainPlan:
             write_program(staging, self.stem, self.program, result.rules, str(self.sketch))
             (staging / f"{self.stem}.json").write_text(json.dumps(record, indent=1) + "\n")
 
+        written = []
         try:
-            written = self.out.publish(write_results)
+            if self.leader:
+                written = self.out.publish(write_results)
+                if result.solved:
+                    self.out.remove_tree(relative)
         except OutputError as exc:
             raise JobError("\n".join(["rules learned (not saved):", *result.rule_texts(), str(exc)])) from None
-        if result.solved:
-            self.out.remove_tree(relative)
+        finally:
+            if self.collective is not None:  # the other processes wait until rank 0 has written
+                self.collective.barrier()
         return TrainRun(self.stem, result, record, [self.out.root / rel for rel in written])
 
 
@@ -181,14 +196,23 @@ def plan_training(
 ) -> TrainPlan:
     """Everything ``nlndl train`` checks before it trains: compile the sketch, check every output path (files
     nlndl derives may replace what nlndl wrote there, never anything else), the checkpoint to resume from, and
-    fit training into ``memory_limit`` (recomputed steps, or fewer restarts when none were asked for)."""
+    fit training into ``memory_limit`` (recomputed steps, or fewer restarts when none were asked for).
+
+    Under ``torchrun --nproc-per-node N`` each process compiles its share of the examples (with the atoms their
+    substitutions read) and trains every restart on it, the gradients summed; rank 0 verifies and writes."""
+    from nlndl.distributed import collective as joined
+    from nlndl.distributed import gather, process_rank
     from nlndl.learn import LearnConfig
-    from nlndl.runtime.budget import BudgetError, fit_training
+    from nlndl.runtime.budget import BudgetError, agree, fit_training
     from nlndl.runtime.config import ChainConfig
     from nlndl.runtime.train import CheckpointError, TrainConfig, read_checkpoint
 
     check_device(device)
     sketch, background = Path(sketch), [Path(b) for b in background]
+    at = process_rank(device)
+    if at.size > 1 and (subgraph is not None or validation):
+        option = "--subgraph" if subgraph is not None else "--validation"
+        raise JobError(f"{sketch}: error: {option} is not supported with several processes (torchrun)")
     program = compile_program(
         sketch,
         fact_dir,
@@ -198,7 +222,16 @@ def plan_training(
         seed=seed,
         layout=layout,
         subgraph=subgraph,
+        shard=(at.rank, at.size),
     )
+    collective = joined(at, device)
+    if at.size > 1:  # every shard's warnings, each of its own examples, said by rank 0
+        parts = gather([program.warnings], at) or []
+        program.warnings = list(dict.fromkeys(w for part in parts for w in part))
+        if len(parts) > 1 and any(parts[1:]):
+            program.warnings.append(
+                f"(the warnings above are each process's, of its share of the examples: {at.size} shares)"
+            )
     if validation and program.whole:
         raise JobError(
             f"{sketch}: error: --validation and --subgraph together are not supported (the whole worlds "
@@ -222,13 +255,17 @@ def plan_training(
     out.check([*files, f"{stem}.json", *saved], [*dirs, relative])
     chain = ChainConfig(restarts=restarts, class_weight=class_weight).for_program(program)
     try:
-        fitted = fit_training(program, chain, memory_limit, restarts_given=restarts is not None)
+        fitted = fit_training(program, chain, memory_limit, restarts is not None, collective)
+        fitted = agree(fitted, collective)
+        chain = agree(chain, collective)
     except BudgetError as exc:
         raise JobError(f"{sketch}: error: {exc}") from None
     notes = []
     if fitted != chain:
-        fewer = f", {fitted.restarts} restarts instead of {chain.restarts}" if fitted.restarts != chain.restarts else ""
-        notes.append(f"training within {size_text(memory_limit)}: steps recomputed in the backward pass{fewer}")
+        changes = ["steps recomputed in the backward pass"] if fitted.recompute else []
+        if fitted.restarts != chain.restarts:
+            changes.append(f"{fitted.restarts} restarts instead of {chain.restarts}")
+        notes.append(f"training within {size_text(memory_limit)}: {', '.join(changes)}")
     config = LearnConfig(
         train=TrainConfig(seed=seed, max_iters=max_iters, time_limit=time_limit),
         chain=fitted,
@@ -246,8 +283,9 @@ def plan_training(
         "class_weight": class_weight,
         "subgraph": subgraph,
         "validation_fraction": validation,
+        "processes": at.size,
     }
-    return TrainPlan(sketch, program, stem, out, config, resume, record, notes)
+    return TrainPlan(sketch, program, stem, out, config, resume, record, notes, collective)
 
 
 def read_record(results: Path) -> dict:

@@ -23,12 +23,22 @@ from nlndl.datalog import render
 from nlndl.defaults import NOISE_PATIENCE
 from nlndl.extract import extract, simplify
 from nlndl.holdout import hold_out
-from nlndl.runtime.budget import fit_training
+from nlndl.runtime.budget import agree, fit_training
 from nlndl.runtime.chain import ForwardChainer
+from nlndl.runtime.collective import Collective
 from nlndl.runtime.config import ChainConfig
 from nlndl.runtime.nln import Variants
 from nlndl.runtime.train import TrainConfig, Trainer, TrainState
-from nlndl.verify import Score, clingo_score, crisp_score, validation_score
+from nlndl.verify import (
+    CheckedWorld,
+    Score,
+    checked_worlds,
+    clingo_score,
+    crisp_score,
+    merged_worlds,
+    shard_examples,
+    validation_score,
+)
 
 NOISE_CANDIDATES = 4  # with noise, new rule sets within the allowance scored per check (each simplified)
 PRUNED_PER_CHECK = 2  # near-misses per check whose superfluous clauses are sought (a batched crisp pass per drop)
@@ -63,6 +73,7 @@ class LearnResult:
     noise: float | None = None
     clauses: list[Rule] = field(default_factory=list)  # with LearnConfig.clauses: every clause read out, in order
     validation: Score | None = None  # clingo's score on the held-out examples (LearnConfig.validation)
+    losses: list[float | None] = field(default_factory=list)  # the lowest restart's loss at each check (None: NaN)
 
     def rule_texts(self) -> list[str]:
         return [render(r) for r in self.rules]
@@ -82,6 +93,7 @@ class LearnResult:
             "accepted": self.accepted,
             "noise": self.noise,
             "validation": self.validation.to_json() if self.validation is not None else None,
+            "losses_at_checks": self.losses,
         }
 
 
@@ -175,11 +187,15 @@ class Allowance:
 
     @classmethod
     def of(cls, program: CompiledProgram, noise: float) -> Allowance:
-        if not noise:
-            return cls()
         labels = np.concatenate([w.example_labels for w in program.worlds]) if program.worlds else np.zeros(0)
         positives = int((labels > 0.5).sum())
-        return cls(math.floor(noise * positives + 1e-9), math.floor(noise * (labels.size - positives) + 1e-9))
+        return cls.of_counts(positives, labels.size - positives, noise)
+
+    @classmethod
+    def of_counts(cls, positives: int, negatives: int, noise: float) -> Allowance:
+        if not noise:
+            return cls()
+        return cls(math.floor(noise * positives + 1e-9), math.floor(noise * negatives + 1e-9))
 
     @property
     def total(self) -> int:
@@ -207,10 +223,19 @@ def cost(score: Score, rules: list[Rule]) -> int:
 
 
 class Learner:
-    """Keeps the best candidate seen; its ``check`` is the trainer's stopping rule."""
+    """Keeps the best candidate seen; its ``check`` is the trainer's stopping rule. ``worlds`` are the worlds
+    rules are scored on (verify.checked_worlds; with several processes, every shard's examples merged) and
+    ``counts`` their positive (True) and negative (False) examples."""
 
-    def __init__(self, program: CompiledProgram, config: LearnConfig) -> None:
+    def __init__(
+        self,
+        program: CompiledProgram,
+        config: LearnConfig,
+        worlds: list[CheckedWorld] | None = None,
+        counts: dict[bool, int] | None = None,
+    ) -> None:
         self.program, self.config = program, config
+        self.worlds = checked_worlds(program) if worlds is None else worlds
         self.best: tuple[float, list[Rule], Score | None] | None = None  # score None: not yet evaluated
         self.tried: set[tuple[str, ...]] = set()  # rule sets already scored
         self.counted: tuple[tuple[int, ...], tuple[torch.Tensor, torch.Tensor]] | None = None  # see mistakes
@@ -218,8 +243,14 @@ class Learner:
         self.accepted: tuple[int, list[Rule], Score] | None = None  # restart, rules, clingo score; see accept
         self.checks, self.improved = 0, 0  # checks so far, and the one at which ``accepted`` last improved
         self.every = config.train.check_every
-        self.allowance = Allowance.of(program, config.noise or 0.0)
+        if counts is None:
+            self.allowance = Allowance.of(program, config.noise or 0.0)
+            self.examples = sum(int(w.example_slots.size) for w in program.worlds)
+        else:
+            self.allowance = Allowance.of_counts(counts[True], counts[False], config.noise or 0.0)
+            self.examples = counts[True] + counts[False]
         self.clauses: dict[Rule, None] = {}  # with config.clauses, in the order first read
+        self.losses: list[float | None] = []  # the lowest restart's loss at each check
 
     def mistakes(self, model: ForwardChainer) -> tuple[torch.Tensor, torch.Tensor]:
         """Per restart (on the CPU), the positive examples its crisp program misses and the negative ones it
@@ -243,28 +274,44 @@ class Learner:
         iterations."""
         threshold = self.config.threshold
         self.checks += 1
+        finite = losses[torch.isfinite(losses)]
+        self.losses.append(float(finite.min()) if finite.numel() else None)
+        collective = model.collective
+        missed, derived = self.mistakes(model)
+        grid_wrong = missed + derived
+        order = torch.argsort(torch.nan_to_num(losses, nan=float("inf"))).tolist()
+        misses = [r for r in order if grid_wrong[r] > 0]  # by loss
+        fewest = sorted(misses, key=lambda r: float(grid_wrong[r]))[:PRUNED_PER_CHECK]
+        # every process runs the near-misses' crisp passes, each on its shard; the leader scores alone
+        near = sorted(set(fewest) | set(misses[:PRUNED_PER_CHECK]))
+        drops = {r: drop_parts(model, r, threshold, int(grid_wrong[r]), atoms=True) for r in near}
+        winner = self.score(model, order, grid_wrong, drops) if collective.leader else None
+        return collective.decide(winner)
+
+    def score(
+        self,
+        model: ForwardChainer,
+        order: list[int],
+        grid_wrong: torch.Tensor,
+        drops: dict[int, tuple[Drops, int]],
+    ) -> int | None:
+        """The scoring half of :meth:`check`, on the leader: ``order`` by loss, ``grid_wrong`` the crisp
+        mistakes per restart, ``drops`` the near-misses' (:func:`drop_parts`)."""
+        threshold = self.config.threshold
         if self.config.clauses:  # every restart's clauses, from one read of the memberships
             weights = all_memberships(model)
             for restart in range(model.restarts):
                 one = {name: (inner[restart], outer[restart]) for name, (inner, outer) in weights.items()}
                 self.clauses.update(dict.fromkeys(extract(self.program, one, threshold)))
-        missed, derived = self.mistakes(model)
-        grid_wrong = missed + derived
-        examples = sum(int(w.example_slots.numel()) for w in model.worlds)
+        examples = self.examples
         allowed = self.allowance.total
-        order = torch.argsort(torch.nan_to_num(losses, nan=float("inf"))).tolist()
-        misses = [r for r in order if grid_wrong[r] > 0]  # by loss
-        fewest = sorted(misses, key=lambda r: float(grid_wrong[r]))[:PRUNED_PER_CHECK]
-        near = set(fewest) | set(misses[:PRUNED_PER_CHECK])
         if allowed:  # the fewest mistakes first, and only a few new rule sets scored per check
             order = sorted(order, key=lambda r: float(grid_wrong[r]))
         scored = 0
         for restart in order:
             if allowed and scored >= NOISE_CANDIDATES:
                 break
-            wrong, dropped = int(grid_wrong[restart]), Drops()
-            if restart in near:
-                dropped, wrong = drop_parts(model, restart, threshold, wrong, atoms=True)
+            dropped, wrong = drops.get(restart, (Drops(), int(grid_wrong[restart])))
             if wrong > self.allowance.worth_scoring:
                 accuracy = 1.0 - wrong / max(examples, 1)
                 if self.best is None or accuracy > self.best[0]:
@@ -276,7 +323,7 @@ class Learner:
                 continue
             self.tried.add(key)
             scored += 1
-            score = crisp_score(self.program, rules)
+            score = crisp_score(self.program, rules, worlds=self.worlds)
             if self.best is None or score.accuracy > self.best[0]:
                 self.best = (score.accuracy, rules, score)
             if score.mistakes > self.allowance.worth_scoring:
@@ -286,8 +333,8 @@ class Learner:
             if allowed:
                 simple = simplify(rules, lambda trial, base=score, rules=rules: self.no_worse(trial, base, rules))
             else:
-                simple = simplify(rules, lambda trial: crisp_score(self.program, trial).solved)
-            verified = clingo_score(self.program, simple)
+                simple = simplify(rules, lambda trial: crisp_score(self.program, trial, worlds=self.worlds).solved)
+            verified = clingo_score(self.program, simple, worlds=self.worlds)
             if verified.mistakes <= allowed and self.program.whole:  # trained on subgraphs: the whole worlds judge
                 self.best = (1.0 - verified.mistakes / max(examples, 1), simple, verified)
                 verified = self.whole_score(simple)
@@ -304,7 +351,7 @@ class Learner:
     def no_worse(self, trial: list[Rule], base: Score, rules: list[Rule]) -> bool:
         """Whether simplifying ``rules`` (scored ``base``) to ``trial`` keeps, with noise, each class's mistakes
         within the allowance (or no worse than before where they were not) and the description no longer."""
-        score = crisp_score(self.program, trial)
+        score = crisp_score(self.program, trial, worlds=self.worlds)
         return (
             score.false_negatives <= max(self.allowance.missed, base.false_negatives)
             and score.false_positives <= max(self.allowance.derived, base.false_positives)
@@ -359,7 +406,7 @@ class Learner:
         rules, score = (self.rules(model, 0), None) if self.best is None else self.best[1:]
         if self.program.whole:
             return rules, self.whole_score(rules)
-        return rules, score if score is not None else crisp_score(self.program, rules)
+        return rules, score if score is not None else crisp_score(self.program, rules, worlds=self.worlds)
 
     def whole_score(self, rules: list[Rule]) -> Score:
         """``rules``' clingo score on the whole worlds of a program trained on subgraphs (each rule set once)."""
@@ -375,27 +422,40 @@ def learn(
     progress: Callable[[TrainState, torch.Tensor], None] | None = None,
     resume: Path | None = None,
     checkpoint: Path | Callable[[Trainer], None] | None = None,
+    collective: Collective | None = None,
 ) -> LearnResult:
     """Train ``program``'s learned predicates from ``config.train.seed``; Ctrl-C, and a run that ends unsolved,
     save ``checkpoint``: a directory, or a function given the trainer (the CLI's publishes it into its output
-    directory). ``resume`` raises CheckpointError on a checkpoint that cannot be resumed from."""
+    directory). ``resume`` raises CheckpointError on a checkpoint that cannot be resumed from.
+
+    With a ``collective`` of several processes (runtime.collective), ``program`` is this process's shard of
+    the examples (compile_sketch's ``shard``): every process trains every restart on its shard, the leader
+    scores and verifies the rules on every shard's examples, saves the checkpoint, and every process
+    returns the leader's result."""
     config = config or LearnConfig()
+    collective = collective or Collective()
     if config.validation:
+        if collective.size > 1:
+            raise ValueError("validation examples are not held out of a program sharded among processes")
         program, _ = hold_out(program, config.validation, config.train.seed)
+    chain = config.chain.for_program(program)
     if config.memory_limit is not None:  # fit the budget: recompute steps, or fewer restarts if none were asked
-        chain = fit_training(
-            program, config.chain.for_program(program), config.memory_limit, config.chain.restarts is not None
-        )
-        config = replace(config, chain=chain)
+        chain = fit_training(program, chain, config.memory_limit, config.chain.restarts is not None, collective)
+    config = replace(config, chain=agree(chain, collective))
     torch.manual_seed(config.train.seed)
-    model = ForwardChainer(program, config.chain).to(config.device)
+    model = ForwardChainer(program, config.chain, collective).to(config.device)
     trainer = Trainer(model, config.train)
     if resume is not None:
         trainer.load(resume)
-    learner = Learner(program, config)
+    worlds = checked_worlds(program)
+    if collective.size > 1:
+        worlds = merged_worlds(worlds, collective.everyone(shard_examples(worlds)))
+    learner = Learner(program, config, worlds, model.example_counts)
     started = time.perf_counter()
 
     def save() -> None:
+        if not collective.leader:
+            return
         if callable(checkpoint):
             checkpoint(trainer)
         elif checkpoint is not None:
@@ -408,21 +468,25 @@ def learn(
         raise
     if winner is None:
         save()
-    rules, score = learner.best_rules(model)
-    solved = winner is not None and score.solved
-    return LearnResult(
-        solved=solved,
-        rules=rules,
-        score=score,
-        iterations=trainer.state.iteration,
-        seconds=time.perf_counter() - started,
-        restarts=model.restarts,
-        restart=winner,
-        resets=trainer.state.resets,
-        replaced=trainer.state.replaced,
-        renewed=trainer.state.renewed,
-        accepted=solved or learner.accepted is not None,
-        noise=config.noise,
-        clauses=list(learner.clauses),
-        validation=validation_score(program, rules) if config.validation else None,
-    )
+    result = None
+    if collective.leader:
+        rules, score = learner.best_rules(model)
+        solved = winner is not None and score.solved
+        result = LearnResult(
+            solved=solved,
+            rules=rules,
+            score=score,
+            iterations=trainer.state.iteration,
+            seconds=time.perf_counter() - started,
+            restarts=model.restarts,
+            restart=winner,
+            resets=trainer.state.resets,
+            replaced=trainer.state.replaced,
+            renewed=trainer.state.renewed,
+            accepted=solved or learner.accepted is not None,
+            noise=config.noise,
+            clauses=list(learner.clauses),
+            validation=validation_score(program, rules) if config.validation else None,
+            losses=learner.losses,
+        )
+    return collective.decide(result)

@@ -165,25 +165,45 @@ def checked_worlds(program: CompiledProgram, whole: bool = False) -> list[Checke
     ]
 
 
-def crisp_score(program: CompiledProgram, rules: list[Rule], whole: bool = False) -> Score:
+def shard_examples(worlds: list[CheckedWorld]) -> list[tuple[set[GroundAtom], ...]]:
+    """Per world, the positive, negative and held-out examples: what a shard adds to the others'."""
+    return [(pos, neg, unknown) for _, pos, neg, _, unknown in worlds]
+
+
+def merged_worlds(own: list[CheckedWorld], shards: list[list[tuple[set[GroundAtom], ...]]]) -> list[CheckedWorld]:
+    """Worlds whose examples were sharded among processes, whole again: per world this shard's facts (every
+    shard holds all of them) and every shard's examples (:func:`shard_examples`)."""
+    out = []
+    for i, (facts, _, _, closed, _) in enumerate(own):
+        pos, neg, unknown = (set().union(*(shard[i][k] for shard in shards)) for k in range(3))
+        out.append((facts, pos, neg, closed, unknown))
+    return out
+
+
+def crisp_score(
+    program: CompiledProgram, rules: list[Rule], whole: bool = False, worlds: list[CheckedWorld] | None = None
+) -> Score:
     """Score of ``rules`` with nlndl's own crisp evaluator (full semantics: no pruning), on the worlds trained
-    on or, with ``whole``, on the whole worlds (see :func:`checked_worlds`)."""
+    on or, with ``whole``, on the whole worlds (see :func:`checked_worlds`); or on ``worlds``, read once
+    by the caller (a training run scores many rule sets on the same worlds)."""
     score = Score()
     learned = set(program.learned)
     symbols = SymbolTable.from_json(program.symbols)
-    for facts, pos, neg, closed, unknown in checked_worlds(program, whole):
+    for facts, pos, neg, closed, unknown in worlds if worlds is not None else checked_worlds(program, whole):
         model = evaluate(facts, rules)
         derived = {(name, args) for name in learned for args in model.get(name, ())}
         score.add(derived, pos, neg, symbols, closed, unknown)
     return score
 
 
-def clingo_score(program: CompiledProgram, rules: list[Rule], whole: bool = False) -> Score:
-    """Score of ``rules`` as clingo computes it, on each world's facts (names mangled for clingo); ``whole`` as
-    for :func:`crisp_score`."""
+def clingo_score(
+    program: CompiledProgram, rules: list[Rule], whole: bool = False, worlds: list[CheckedWorld] | None = None
+) -> Score:
+    """Score of ``rules`` as clingo computes it, on each world's facts (names mangled for clingo); ``whole`` and
+    ``worlds`` as for :func:`crisp_score`."""
     score = Score()
     symbols = SymbolTable.from_json(program.symbols)
-    for facts, pos, neg, closed, unknown in checked_worlds(program, whole):
+    for facts, pos, neg, closed, unknown in worlds if worlds is not None else checked_worlds(program, whole):
         score.add(clingo_derived(program, facts, rules), pos, neg, symbols, closed, unknown)
     return score
 

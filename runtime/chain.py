@@ -16,6 +16,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from nlndl.compiler.ir import CompiledProgram
+from nlndl.runtime.collective import Collective
 from nlndl.runtime.config import ChainConfig, amalgamations
 from nlndl.runtime.grid import ColumnGrid
 from nlndl.runtime.message_passing import aggregate, gather
@@ -73,9 +74,15 @@ class ChainStep(nn.Module):
 class ForwardChainer(nn.Module):
     """The whole differentiable program: per-predicate NLNs and every world's index arrays."""
 
-    def __init__(self, program: CompiledProgram, config: ChainConfig | None = None) -> None:
+    def __init__(
+        self, program: CompiledProgram, config: ChainConfig | None = None, collective: Collective | None = None
+    ) -> None:
+        """``collective``: the processes whose shards of the examples make up the whole (runtime.collective);
+        ``program`` is this process's shard."""
         super().__init__()
         self.program, self.config = program, (config or ChainConfig()).for_program(program)
+        self.collective = collective or Collective()
+        self._counts: dict[bool, int] | None = None
         order = [p for stratum in program.strata for p in stratum if p in program.learned]
         self.order = order
         self.functions = nn.ModuleDict(
@@ -150,18 +157,29 @@ class ForwardChainer(nn.Module):
             positive = world.example_labels > 0.5
             missed += (~values & positive).sum(-1)
             derived += (values & ~positive).sum(-1)
-        return missed, derived
+        return self.collective.sum(missed), self.collective.sum(derived)
 
     def losses(self) -> torch.Tensor:
         """Per-restart cross-entropy on every world's examples after T steps, shape (K,)."""
-        return self.objective()[0]
+        return self.collective.sum(self.objective()[0])
+
+    @property
+    def example_counts(self) -> dict[bool, int]:
+        """The positive (True) and negative (False) examples of every world, over every process's shard."""
+        if self._counts is None:
+            local = [sum(int((w.example_labels > 0.5).sum()) for w in self.worlds)]
+            local.append(sum(int(w.example_labels.numel()) for w in self.worlds) - local[0])
+            total = self.collective.sum(torch.tensor(local, device=self.worlds[0].valuation.device)).tolist()
+            self._counts = {True: int(total[0]), False: int(total[1])}
+        return self._counts
 
     def objective(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Per restart: the class-weighted cross-entropy over all examples (:meth:`weigh`), the largest
-        per-example error |x - y|, and the number of examples on the wrong side of 0.5."""
+        per-example error |x - y|, and the number of examples on the wrong side of 0.5. With several
+        processes, the loss is this shard's part of it (the class weights are the whole's, so the parts sum
+        to the whole's loss, and their gradients to its gradient); the other two are the whole's."""
         device = self.worlds[0].valuation.device
         sums = {True: torch.zeros(self.restarts, device=device), False: torch.zeros(self.restarts, device=device)}
-        counts = {True: 0, False: 0}
         worst = torch.zeros(self.restarts, device=device)
         wrong = torch.zeros(self.restarts, device=device)
         for world in self.worlds:
@@ -171,11 +189,12 @@ class ForwardChainer(nn.Module):
             positive = world.example_labels > 0.5
             for kind, mask in ((True, positive), (False, ~positive)):
                 sums[kind] = sums[kind] + bce[:, mask].sum(-1)
-                counts[kind] += int(mask.sum())
             errors = (values - labels).abs().detach()
-            worst = torch.maximum(worst, errors.max(-1).values)
+            if errors.shape[-1]:
+                worst = torch.maximum(worst, errors.max(-1).values)
             wrong = wrong + (errors > 0.5).sum(-1)
-        return self.weigh(sums, counts), worst, wrong
+        collective = self.collective
+        return self.weigh(sums, self.example_counts), collective.max(worst), collective.sum(wrong)
 
     def weigh(self, sums: dict[bool, torch.Tensor], counts: dict[bool, int]) -> torch.Tensor:
         """The loss from the per-class sums of cross-entropy. A closed world has many more negatives than

@@ -189,17 +189,19 @@ class Trainer:
     def step(self) -> torch.Tensor:
         """One Adam step on every restart; returns the per-restart losses before the step."""
         self.optimizer.lr = self.learning_rate()
-        losses, self.max_error, wrong = self.model.objective()
+        share, self.max_error, wrong = self.model.objective()
+        losses = self.model.collective.sum(share.detach())  # the whole's loss: the processes' shares summed
         self.wrong = wrong.cpu()
         finite = torch.isfinite(losses)
         if not finite.all():
             self.reset_restarts(torch.nonzero(~finite).flatten())
         self.optimizer.zero_grad()
-        losses[finite].sum().backward()
+        share[finite].sum().backward()
+        self.model.collective.gradients(self.optimizer.params)
         self.optimizer.step()
         self.state.iteration += 1
         self.max_error = self.max_error.detach().cpu()
-        return losses.detach().cpu()
+        return losses.cpu()
 
     def fit(
         self,
@@ -214,8 +216,11 @@ class Trainer:
         cfg = self.config
         self.harmful, self.sound = harmful, sound
         start = time.perf_counter() - self.state.seconds
-        # a long forward pass (many steps, large programs) stops between steps at the time limit
-        self.model.deadline = None if cfg.time_limit is None else start + cfg.time_limit
+        # a long forward pass (many steps, large programs) stops between steps at the time limit; with several
+        # processes passes run whole (all must stop at the same one) and the leader's clock ends the run
+        collective = self.model.collective
+        alone = collective.size == 1
+        self.model.deadline = None if cfg.time_limit is None or not alone else start + cfg.time_limit
         while self.state.iteration < cfg.max_iters:
             try:
                 losses = self.step()
@@ -231,6 +236,8 @@ class Trainer:
             last = self.state.iteration >= cfg.max_iters or (
                 cfg.time_limit is not None and self.state.seconds >= cfg.time_limit
             )
+            if cfg.time_limit is not None and not alone:
+                last = collective.decide_flag(last)
             if self.state.iteration % cfg.check_every == 0 or last:
                 winner = check(self.model, losses)
                 if winner is not None:

@@ -1,4 +1,5 @@
-"""torchrun: the relations of `nlndl kg train` shared among 2 gloo processes give the program 1 process gives."""
+"""torchrun with 2 gloo processes gives what 1 process gives: one program's training sharded (`nlndl train`: the
+same rules, iterations and losses), and the relations of `nlndl kg train` shared."""
 
 import json
 import os
@@ -6,9 +7,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from nlndl.compiler import compile_sketch
+from nlndl.compiler.examples import share as share_examples
 from nlndl.distributed import Ranks, gather, share
+
+ROOT = Path(__file__).resolve().parents[1]
+LAUNCHER = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "nlndl"]
+ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 
 
 def kin(tmp_path: Path) -> Path:
@@ -45,16 +53,82 @@ def learned(out: Path) -> list[dict]:
 @pytest.mark.skipif(sys.platform != "linux", reason="torchrun with gloo, as CI runs it")
 def test_kg_train_under_torchrun_with_2_processes_learns_what_1_process_learns(tmp_path):
     directory = kin(tmp_path)
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
     args = ["kg", "train", str(directory), "--max-iters", "300", "--time-limit", "600", "-q"]
     one = subprocess.run(
-        [sys.executable, "-m", "nlndl", *args, "-D", str(tmp_path / "one")], env=env, capture_output=True, text=True
+        [sys.executable, "-m", "nlndl", *args, "-D", str(tmp_path / "one")], env=ENV, capture_output=True, text=True
     )
     assert one.returncode == 0, one.stdout + one.stderr
-    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "nlndl"]
-    two = subprocess.run([*launcher, *args, "-D", str(tmp_path / "two")], env=env, capture_output=True, text=True)
+    two = subprocess.run([*LAUNCHER, *args, "-D", str(tmp_path / "two")], env=ENV, capture_output=True, text=True)
     assert two.returncode == 0, two.stdout + two.stderr
     assert [r["relation"] for r in learned(tmp_path / "two")] == ["aunt", "uncle"]
     assert learned(tmp_path / "two") == learned(tmp_path / "one")
     for name in ("rules.dl", "rules.lp", "facts.lp"):
         assert (tmp_path / "two" / name).read_text() == (tmp_path / "one" / name).read_text()
+
+
+def test_examples_are_shared_class_by_class_and_every_one_once():
+    flat = np.arange(10, dtype=np.int64)
+    labels = np.array([1, 0, 0, 1, 0, 0, 0, 1, 0, 0], dtype=np.float32)
+    parts = [share_examples({"p": (flat, labels)}, rank, 2)["p"] for rank in range(2)]
+    assert sorted(np.concatenate([f for f, _ in parts]).tolist()) == flat.tolist()
+    assert [int(lab.sum()) for _, lab in parts] == [2, 1]  # positives 0, 3, 7 dealt in turn
+    assert [len(f) - int(lab.sum()) for f, lab in parts] == [4, 3]
+
+
+def test_a_shard_compiles_its_examples_and_the_atoms_they_read(tmp_path):
+    directory = kin(tmp_path)
+    subprocess.run(
+        [sys.executable, "-m", "nlndl", "kg", "sketch", str(directory), "--target", "aunt", "-o", str(tmp_path / "s")],
+        check=True,
+        capture_output=True,
+    )
+    sketch = tmp_path / "s" / "sketch.dl"
+    whole = compile_sketch(sketch, layout="sparse")
+    shards = [compile_sketch(sketch, layout="sparse", shard=(rank, 2)) for rank in range(2)]
+    counts = [int(p.worlds[0].example_slots.size) for p in shards]
+    assert sum(counts) == whole.worlds[0].example_slots.size and min(counts) > 0
+    for part in shards:  # each shard demands fewer learned atoms than the whole
+        assert part.worlds[0].atoms < whole.worlds[0].atoms
+    with pytest.raises(ValueError, match="shard 2 of 2"):
+        compile_sketch(sketch, shard=(2, 2))
+
+
+def trained(out: Path, stem: str) -> dict:
+    record = json.loads((out / f"{stem}.json").read_text())
+    return {k: record[k] for k in ("solved", "iterations", "winning_restart", "rules", "restarts", "accuracy")}
+
+
+def check_same_training(tmp_path: Path, sketch: Path, stem: str, *options: str) -> None:
+    """`nlndl train` alone and under torchrun with 2 processes: the same program, iterations and verdict, every
+    check's loss within 1e-5, the same files written (by rank 0 only)."""
+    args = ["train", str(sketch), "--json", *options]
+    one = subprocess.run(
+        [sys.executable, "-m", "nlndl", *args, "-D", str(tmp_path / "one")], env=ENV, capture_output=True, text=True
+    )
+    assert one.returncode == 0, one.stdout + one.stderr
+    two = subprocess.run([*LAUNCHER, *args, "-D", str(tmp_path / "two")], env=ENV, capture_output=True, text=True)
+    assert two.returncode == 0, two.stdout + two.stderr
+    assert trained(tmp_path / "two", stem) == trained(tmp_path / "one", stem)
+    records = [json.loads((tmp_path / d / f"{stem}.json").read_text()) for d in ("one", "two")]
+    assert records[0]["processes"] == 1 and records[1]["processes"] == 2
+    losses = [r["losses_at_checks"] for r in records]
+    assert len(losses[0]) == len(losses[1]) > 0
+    assert losses[1] == pytest.approx(losses[0], abs=1e-5)
+    assert (tmp_path / "two" / f"{stem}.dl").read_text() == (tmp_path / "one" / f"{stem}.dl").read_text()
+    assert len(two.stdout.strip().splitlines()) == 1  # one JSON summary: rank 0's
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="torchrun with gloo, as CI runs it")
+def test_train_sharded_over_2_processes_learns_what_1_process_learns_on_a_bundled_task(tmp_path):
+    check_same_training(tmp_path, ROOT / "examples/ilp/less_than/sketch.dl", "lt")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="torchrun with gloo, as CI runs it")
+def test_train_sharded_over_2_processes_learns_what_1_process_learns_on_a_triple_file(tmp_path):
+    directory = kin(tmp_path)
+    subprocess.run(
+        [sys.executable, "-m", "nlndl", "kg", "sketch", str(directory), "--target", "aunt", "-o", str(tmp_path / "s")],
+        check=True,
+        capture_output=True,
+    )
+    check_same_training(tmp_path, tmp_path / "s" / "sketch.dl", "aunt", "--layout", "sparse")

@@ -188,6 +188,7 @@ def train_command(
         noise=noise,
         validation=validation or None,
     )
+    talk = talk and plan.leader  # under torchrun, rank 0 alone reports
     warn(plan.program.warnings)
     if talk:
         warn([subgraph_line(part) for part in plan.program.summary()["subgraph"]])
@@ -199,6 +200,8 @@ def train_command(
         typer.echo(str(exc), err=True)
         raise typer.Exit(130) from None
     result, stem = run.result, run.stem
+    if not plan.leader:  # rank 0's exit code is torchrun's
+        raise typer.Exit(0)
     if json_summary:
         keys = ("solved", "accepted", "seconds", "iterations", "restarts", "rules", "accuracy", "validation")
         typer.echo(json.dumps({k: run.record[k] for k in keys}))
