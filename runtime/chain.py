@@ -157,7 +157,8 @@ class ForwardChainer(nn.Module):
             positive = world.example_labels > 0.5
             missed += (~values & positive).sum(-1)
             derived += (values & ~positive).sum(-1)
-        return self.collective.sum(missed), self.collective.sum(derived)
+        (missed, derived), _ = self.collective.totals([missed, derived])
+        return missed, derived
 
     def losses(self) -> torch.Tensor:
         """Per-restart cross-entropy on every world's examples after T steps, shape (K,)."""
@@ -176,8 +177,8 @@ class ForwardChainer(nn.Module):
     def objective(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Per restart: the class-weighted cross-entropy over all examples (:meth:`weigh`), the largest
         per-example error |x - y|, and the number of examples on the wrong side of 0.5. With several
-        processes, the loss is this shard's part of it (the class weights are the whole's, so the parts sum
-        to the whole's loss, and their gradients to its gradient); the other two are the whole's."""
+        processes, each of this shard's examples (the class weights are the whole's, so the losses add up to
+        the whole's, and their gradients to its gradient; the trainer combines them)."""
         device = self.worlds[0].valuation.device
         sums = {True: torch.zeros(self.restarts, device=device), False: torch.zeros(self.restarts, device=device)}
         worst = torch.zeros(self.restarts, device=device)
@@ -193,8 +194,7 @@ class ForwardChainer(nn.Module):
             if errors.shape[-1]:
                 worst = torch.maximum(worst, errors.max(-1).values)
             wrong = wrong + (errors > 0.5).sum(-1)
-        collective = self.collective
-        return self.weigh(sums, self.example_counts), collective.max(worst), collective.sum(wrong)
+        return self.weigh(sums, self.example_counts), worst, wrong
 
     def weigh(self, sums: dict[bool, torch.Tensor], counts: dict[bool, int]) -> torch.Tensor:
         """The loss from the per-class sums of cross-entropy. A closed world has many more negatives than

@@ -30,12 +30,19 @@ class Collective:
         """The elementwise sum of every process's ``tensor``."""
         return tensor
 
-    def max(self, tensor: torch.Tensor) -> torch.Tensor:
-        """The elementwise maximum of every process's ``tensor``."""
-        return tensor
+    def totals(
+        self, sums: list[torch.Tensor], maxima: list[torch.Tensor] = ()
+    ) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        """Every process's ``sums`` added and ``maxima`` maxed, elementwise, in one exchange."""
+        return list(sums), list(maxima)
 
-    def gradients(self, params: list[torch.Tensor]) -> None:
-        """Replace each parameter's gradient by the sum of every process's (a missing one counted as zero)."""
+    def step(
+        self, losses: torch.Tensor, worst: torch.Tensor, wrong: torch.Tensor, params: list[torch.Tensor]
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """What one training iteration exchanges: per restart every process's share of the ``losses`` and of
+        the ``wrong`` examples added and the ``worst`` errors maxed (returned), and each parameter's gradient
+        replaced by the sum of every process's (where any has one)."""
+        return losses, worst, wrong
 
     def decide(self, value: Any) -> Any:
         """The leader's ``value``, on every process (the others pass anything)."""
@@ -70,23 +77,36 @@ class TorchCollective(Collective):
     def sum(self, tensor: torch.Tensor) -> torch.Tensor:
         return self._reduce(tensor, self.dist.ReduceOp.SUM)
 
-    def max(self, tensor: torch.Tensor) -> torch.Tensor:
-        return self._reduce(tensor, self.dist.ReduceOp.MAX)
+    def totals(
+        self, sums: list[torch.Tensor], maxima: list[torch.Tensor] = ()
+    ) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        # one all-gather of every figure (an exchange costs milliseconds on a busy machine, the data nothing),
+        # then each process adds and maxes the same rows in the same order
+        tensors = [*sums, *maxima]
+        flat = torch.cat([t.detach().reshape(-1).to(torch.float64) for t in tensors])
+        rows = [torch.empty_like(flat) for _ in range(self.size)]
+        self.dist.all_gather(rows, flat)
+        stacked = torch.stack(rows)
+        added, top = stacked.sum(0), stacked.max(0).values
+        out, start = [], 0
+        for i, t in enumerate(tensors):
+            part = (added if i < len(sums) else top)[start : start + t.numel()]
+            out.append(part.reshape(t.shape).to(t.dtype))
+            start += t.numel()
+        return out[: len(sums)], out[len(sums) :]
 
-    def gradients(self, params: list[torch.Tensor]) -> None:
-        # which parameters have a gradient anywhere (one that no example's loss reads has none on any process,
-        # and Adam leaves it as it is), then every gradient summed in one flat buffer
-        flags = torch.tensor([p.grad is not None for p in params], dtype=torch.float32, device=self.device)
-        present = [p for p, flag in zip(params, self.max(flags).tolist(), strict=True) if flag]
-        for param in present:
-            if param.grad is None:
-                param.grad = torch.zeros_like(param)
-        if not present:
-            return
-        flat = torch.cat([p.grad.reshape(-1) for p in present])
-        self.dist.all_reduce(flat, op=self.dist.ReduceOp.SUM)
-        for param, part in zip(present, flat.split([p.numel() for p in present]), strict=True):
-            param.grad.copy_(part.view_as(param.grad))
+    def step(
+        self, losses: torch.Tensor, worst: torch.Tensor, wrong: torch.Tensor, params: list[torch.Tensor]
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        # one exchange per iteration: the figures, then per parameter a flag (has a gradient here) and the
+        # gradient or zeros; a parameter no example's loss reads has none anywhere, and Adam leaves it be
+        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
+        flags = torch.tensor([float(p.grad is not None) for p in params], device=losses.device)
+        (losses, wrong, flags, *grads), (worst,) = self.totals([losses, wrong, flags, *grads], [worst])
+        for param, grad, flag in zip(params, grads, flags.tolist(), strict=True):
+            if flag:
+                param.grad = grad
+        return losses, worst, wrong
 
     def decide(self, value: Any) -> Any:
         box = [value if self.leader else None]

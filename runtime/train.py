@@ -187,17 +187,22 @@ class Trainer:
                 )
 
     def step(self) -> torch.Tensor:
-        """One Adam step on every restart; returns the per-restart losses before the step."""
+        """One Adam step on every restart; returns the per-restart losses before the step. With several
+        processes, each back-propagates its share of the loss and one exchange gives every process the
+        whole's losses, counts, largest errors and gradient (runtime.collective)."""
         self.optimizer.lr = self.learning_rate()
-        share, self.max_error, wrong = self.model.objective()
-        losses = self.model.collective.sum(share.detach())  # the whole's loss: the processes' shares summed
+        share, worst, wrong = self.model.objective()
+        self.optimizer.zero_grad()
+        share[torch.isfinite(share)].sum().backward()
+        losses, self.max_error, wrong = self.model.collective.step(share.detach(), worst, wrong, self.optimizer.params)
         self.wrong = wrong.cpu()
         finite = torch.isfinite(losses)
-        if not finite.all():
-            self.reset_restarts(torch.nonzero(~finite).flatten())
-        self.optimizer.zero_grad()
-        share[finite].sum().backward()
-        self.model.collective.gradients(self.optimizer.params)
+        if not finite.all():  # drawn anew, and no step on what their NaN left in the gradient
+            bad = torch.nonzero(~finite).flatten()
+            for param in self.optimizer.params:
+                if param.grad is not None:
+                    param.grad[bad.to(param.grad.device)] = 0
+            self.reset_restarts(bad)
         self.optimizer.step()
         self.state.iteration += 1
         self.max_error = self.max_error.detach().cpu()

@@ -77,11 +77,17 @@ def kg_task(directory: Path, target: str, sample: int) -> tuple[str, dict[str, s
     return "\n".join(lines) + "\n", facts, len(known)
 
 
-def _run(args: list[str], timeout: float | None) -> tuple[int, float, int, str]:
-    """Exit code, wall seconds, peak RSS in bytes and stdout of ``python -m nlndl ARGS`` in a fresh process."""
+NLNDL = (sys.executable, "-m", "nlndl")
+
+
+def run_nlndl(
+    args: list[str], timeout: float | None, launcher: tuple[str, ...] = NLNDL, env: dict[str, str] | None = None
+) -> tuple[int, float, int, str]:
+    """Exit code, wall seconds, peak RSS in bytes and stdout of ``python -m nlndl ARGS`` in a fresh process (or
+    of ``launcher ARGS``: the peak is then of the largest process it waited for, as torchrun waits for its own)."""
     start = time.perf_counter()
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        process = subprocess.Popen([sys.executable, "-m", "nlndl", *args], stdout=out, stderr=err)
+        process = subprocess.Popen([*launcher, *args], stdout=out, stderr=err, env=env)
         deadline = None if timeout is None else start + timeout
         while True:
             pid, status, usage = os.wait4(process.pid, os.WNOHANG)
@@ -110,7 +116,7 @@ def _compile_and_train(
     --json``, each in a fresh process and both with ``both``, their seconds and peaks (and a failure's first
     line) recorded in ``row``; the two JSON objects, None where a command failed or did not run."""
     sketch = str(tmp / "sketch.dl")
-    code, seconds, rss, output = _run(["compile", sketch, "--json", "--seed", str(seed), *options, *both], None)
+    code, seconds, rss, output = run_nlndl(["compile", sketch, "--json", "--seed", str(seed), *options, *both], None)
     row.update(compile_seconds=seconds, compile_rss=rss)
     if code != 0:
         row["compile_error"] = _first_line(output, code)
@@ -131,7 +137,7 @@ def _compile_and_train(
         str(seed),
         *both,
     ]
-    code, seconds, rss, output = _run(args, time_limit * 3 + 120)
+    code, seconds, rss, output = run_nlndl(args, time_limit * 3 + 120)
     row.update(train_seconds=seconds, train_rss=rss)
     try:
         result = json.loads(output.strip().splitlines()[0])

@@ -11,6 +11,8 @@ from nlndl.cli.common import (
     KGNoiseOption,
     KGRelations,
     KGTimeOption,
+    LayoutKind,
+    LayoutOption,
     QuietOption,
     SubgraphOption,
     bench_app,
@@ -120,6 +122,29 @@ def bench_scale(
     with progress_bar(len(people), quiet) as tell:
         report = scale.run(people, seed, train, time_limit, tell, sample, subgraph)
     publish_report(scale.markdown(report), report, json_path, plot_path, "plot_scale")
+
+
+@bench_app.command("shard")
+@reported
+def bench_shard(
+    sketch: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="The sketch to train.")],
+    processes: Annotated[int, typer.Option(min=2, help="Processes of the sharded run (torchrun, gloo).")] = 2,
+    max_iters: Annotated[int, typer.Option(min=1, help="Iterations of each run (a time limit would differ).")] = 100,
+    restarts: Annotated[
+        int | None, typer.Option(min=1, help="Restarts of both runs (default: each fits its own).")
+    ] = None,
+    layout: LayoutOption = LayoutKind.auto,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of both runs.")] = 0,
+    json_path: JsonPath = None,
+) -> None:
+    """Train one sketch with 1 process and with N sharing its examples (torchrun), side by side: time per
+    iteration, peak memory of the largest process, and whether they learned the same."""
+    from nlndl.bench import shard
+
+    check_outputs(json_path)
+    options = ["--layout", layout.value] + (["--restarts", str(restarts)] if restarts else [])
+    report = shard.run(sketch, processes, max_iters, options, seed)
+    publish_report(shard.markdown(report), report, json_path)
 
 
 @bench_app.command("noise")
