@@ -36,6 +36,10 @@ def process_rank(device: str = "cpu") -> Ranks:
     import torch.distributed as dist
 
     if not dist.is_initialized():
+        if device.startswith("cuda"):  # one GPU per process on a machine: "cuda" is then this process's
+            import torch
+
+            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
         dist.init_process_group("nccl" if device.startswith("cuda") else "gloo")
     return Ranks(dist.get_rank(), dist.get_world_size())
 

@@ -162,7 +162,8 @@ class ForwardChainer(nn.Module):
 
     def losses(self) -> torch.Tensor:
         """Per-restart cross-entropy on every world's examples after T steps, shape (K,)."""
-        return self.collective.sum(self.objective()[0])
+        (losses,), _ = self.collective.totals([self.objective()[0]])
+        return losses
 
     @property
     def example_counts(self) -> dict[bool, int]:
@@ -170,7 +171,8 @@ class ForwardChainer(nn.Module):
         if self._counts is None:
             local = [sum(int((w.example_labels > 0.5).sum()) for w in self.worlds)]
             local.append(sum(int(w.example_labels.numel()) for w in self.worlds) - local[0])
-            total = self.collective.sum(torch.tensor(local, device=self.worlds[0].valuation.device)).tolist()
+            (total,), _ = self.collective.totals([torch.tensor(local, device=self.worlds[0].valuation.device)])
+            total = total.tolist()
             self._counts = {True: int(total[0]), False: int(total[1])}
         return self._counts
 
@@ -191,7 +193,7 @@ class ForwardChainer(nn.Module):
             for kind, mask in ((True, positive), (False, ~positive)):
                 sums[kind] = sums[kind] + bce[:, mask].sum(-1)
             errors = (values - labels).abs().detach()
-            if errors.shape[-1]:
+            if errors.shape[-1]:  # a shard may hold none of a world's examples
                 worst = torch.maximum(worst, errors.max(-1).values)
             wrong = wrong + (errors > 0.5).sum(-1)
         return self.weigh(sums, self.example_counts), worst, wrong

@@ -26,10 +26,6 @@ class Collective:
         """Whether this process verifies, reports and writes (rank 0)."""
         return self.rank == 0
 
-    def sum(self, tensor: torch.Tensor) -> torch.Tensor:
-        """The elementwise sum of every process's ``tensor``."""
-        return tensor
-
     def totals(
         self, sums: list[torch.Tensor], maxima: list[torch.Tensor] = ()
     ) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
@@ -68,14 +64,6 @@ class TorchCollective(Collective):
 
         self.dist, self.device = dist, device  # NCCL reduces tensors on the GPU only
         self.rank, self.size = dist.get_rank(), dist.get_world_size()
-
-    def _reduce(self, tensor: torch.Tensor, op) -> torch.Tensor:
-        out = tensor.detach().clone()
-        self.dist.all_reduce(out, op=op)
-        return out
-
-    def sum(self, tensor: torch.Tensor) -> torch.Tensor:
-        return self._reduce(tensor, self.dist.ReduceOp.SUM)
 
     def totals(
         self, sums: list[torch.Tensor], maxima: list[torch.Tensor] = ()

@@ -132,3 +132,14 @@ def test_train_sharded_over_2_processes_learns_what_1_process_learns_on_a_triple
         capture_output=True,
     )
     check_same_training(tmp_path, tmp_path / "s" / "sketch.dl", "aunt", "--layout", "sparse")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="torchrun with gloo, as CI runs it")
+def test_a_process_whose_share_holds_no_example_still_trains_in_step(tmp_path):
+    sketch = tmp_path / "next.dl"  # one positive and one negative: process 1 of 2 holds neither
+    sketch.write_text(
+        ".type Num <: number\n.decl succ(x: Num, y: Num)\n.decl next(x: Num, y: Num)\n"
+        "succ(0,1). succ(1,2). succ(2,3).\n.learn next(vars=2, terms=2)\n.pos next(1,2).\n.neg next(2,1).\n"
+    )
+    assert compile_sketch(sketch, shard=(1, 2)).worlds[0].example_slots.size == 0
+    check_same_training(tmp_path, sketch, "next")
