@@ -75,14 +75,19 @@ def test_examples_are_shared_class_by_class_and_every_one_once():
     assert [len(f) - int(lab.sum()) for f, lab in parts] == [4, 3]
 
 
-def test_a_shard_compiles_its_examples_and_the_atoms_they_read(tmp_path):
+def aunt_sketch(tmp_path: Path) -> Path:
+    """The sketch `nlndl kg sketch` writes for `aunt` of :func:`kin`'s triple file."""
     directory = kin(tmp_path)
     subprocess.run(
         [sys.executable, "-m", "nlndl", "kg", "sketch", str(directory), "--target", "aunt", "-o", str(tmp_path / "s")],
         check=True,
         capture_output=True,
     )
-    sketch = tmp_path / "s" / "sketch.dl"
+    return tmp_path / "s" / "sketch.dl"
+
+
+def test_a_shard_compiles_its_examples_and_the_atoms_they_read(tmp_path):
+    sketch = aunt_sketch(tmp_path)
     whole = compile_sketch(sketch, layout="sparse")
     shards = [compile_sketch(sketch, layout="sparse", shard=(rank, 2)) for rank in range(2)]
     counts = [int(p.worlds[0].example_slots.size) for p in shards]
@@ -125,13 +130,7 @@ def test_train_sharded_over_2_processes_learns_what_1_process_learns_on_a_bundle
 
 @pytest.mark.skipif(sys.platform != "linux", reason="torchrun with gloo, as CI runs it")
 def test_train_sharded_over_2_processes_learns_what_1_process_learns_on_a_triple_file(tmp_path):
-    directory = kin(tmp_path)
-    subprocess.run(
-        [sys.executable, "-m", "nlndl", "kg", "sketch", str(directory), "--target", "aunt", "-o", str(tmp_path / "s")],
-        check=True,
-        capture_output=True,
-    )
-    check_same_training(tmp_path, tmp_path / "s" / "sketch.dl", "aunt", "--layout", "sparse")
+    check_same_training(tmp_path, aunt_sketch(tmp_path), "aunt", "--layout", "sparse")
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="torchrun with gloo, as CI runs it")
