@@ -125,7 +125,23 @@ def check_same_training(tmp_path: Path, sketch: Path, stem: str, *options: str) 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="torchrun with gloo, as CI runs it")
 def test_train_sharded_over_2_processes_learns_what_1_process_learns_on_a_bundled_task(tmp_path):
-    check_same_training(tmp_path, ROOT / "examples/ilp/less_than/sketch.dl", "lt")
+    """Through `nlndl bench shard`, which runs `nlndl train` alone and under torchrun side by side."""
+    sketch = ROOT / "examples/ilp/less_than/sketch.dl"
+    report_path = tmp_path / "shard.json"
+    bench = [sys.executable, "-m", "nlndl", "bench", "shard", str(sketch), "--max-iters", "400", "--json"]
+    done = subprocess.run([*bench, str(report_path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(report_path.read_text())
+    one, two = report["rows"]
+    assert (one["processes"], two["processes"]) == (1, 2)
+    assert one["solved"] and one["rules"]  # less_than is solved within 400 iterations
+    for key in ("solved", "rules", "iterations", "restarts", "winning_restart", "losses_at_checks"):
+        assert key in one
+        if key != "losses_at_checks":
+            assert two[key] == one[key], key
+    assert two["losses_at_checks"] == pytest.approx(one["losses_at_checks"], abs=1e-5)
+    assert report["same_rules"] and report["largest_loss_difference"] <= 1e-5
+    assert "same rules: yes" in done.stdout
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="torchrun with gloo, as CI runs it")

@@ -49,7 +49,8 @@ def measure(
     if not found:
         row["error"] = output.strip().splitlines()[-1][:300] if output.strip() else f"exit {code}"
         return row
-    row |= {k: found[k] for k in ("restarts", "iterations", "rules", "solved", "accepted", "losses_at_checks")}
+    keys = ("restarts", "iterations", "rules", "solved", "accepted", "winning_restart", "losses_at_checks")
+    row |= {k: found[k] for k in keys}
     row["train_seconds"] = found["seconds"]
     return row
 
