@@ -343,16 +343,11 @@ class Lowering:
 MAX_WARNINGS = 5  # underivable positive examples reported per learned predicate and world
 
 
-def example_flat(world: GroundWorld, layout: Layout, name: str, args: tuple[int, ...]) -> int:
-    """The ground atom name(args)'s index in its relation's grid."""
-    entry = layout.entries[name]
-    pos = tuple(world.positions[t][c] for t, c in zip(entry.types, args, strict=True))
-    return int(np.ravel_multi_index(pos, entry.shape)) if entry.shape else 0
-
-
 def example_slot(world: GroundWorld, layout: Layout, name: str, args: tuple[int, ...]) -> int:
     """Where the ground atom name(args) lives in the world's valuation (the false slot if not laid out)."""
-    flat = example_flat(world, layout, name, args)
+    entry = layout.entries[name]
+    pos = tuple(world.positions[t][c] for t, c in zip(entry.types, args, strict=True))
+    flat = int(np.ravel_multi_index(pos, entry.shape)) if entry.shape else 0
     return int(layout.slots(name, np.array([flat], dtype=np.int64))[0])
 
 
@@ -376,32 +371,18 @@ def derivable_heads(
 
 
 def underivable(
-    world: GroundWorld,
-    layout: Layout,
-    heads: dict[str, set[int]],
-    diags: Diagnostics,
-    shard: dict[str, np.ndarray] | None = None,
+    world: GroundWorld, layout: Layout, heads: dict[str, set[int]], diags: Diagnostics, shard: set[int] | None = None
 ) -> None:
     """Warn of each positive example of a learned predicate that no safe clause the network can represent
     derives (:func:`derivable_heads`): typically a constant that occurs in no fact. The first
-    ``MAX_WARNINGS`` per predicate and world; the last of them counts the rest. With ``shard`` (per
-    predicate, the sorted grid indices of this shard's examples), only the shard's examples."""
-
-    def mine(name: str, args: tuple[int, ...]) -> bool:
-        if shard is None:
-            return True
-        flats, flat = shard.get(name, np.zeros(0, dtype=np.int64)), example_flat(world, layout, name, args)
-        i = int(np.searchsorted(flats, flat))
-        return i < flats.size and flats[i] == flat
-
-    missed = [
-        (name, span)
-        for name, args, positive, span in world.examples
-        if positive
-        and name in heads
-        and mine(name, args)
-        and example_slot(world, layout, name, args) not in heads[name]
-    ]
+    ``MAX_WARNINGS`` per predicate and world; the last of them counts the rest. With ``shard`` (the slots of
+    this shard's examples), only the shard's examples."""
+    missed = []
+    for name, args, positive, span in world.examples:
+        if positive and name in heads:
+            slot = example_slot(world, layout, name, args)
+            if (shard is None or slot in shard) and slot not in heads[name]:
+                missed.append((name, span))
     where = f" in world {world.name}" if world.name != "main" else ""
     for name in sorted({name for name, _ in missed}):
         spans = [span for n, span in missed if n == name]
@@ -668,8 +649,8 @@ def lower(
             subst[p], dropped[p] = int(kept[p].size), int(low.total - kept[p].size)
         dnf = [p for p, spec in checked.learned.items() if spec.form == "dnf"]  # a CNF has no safety gate
         heads = {p: derivable_heads(checked.learned[p], inputs[p], arrays, learned) for p in dnf}
-        mine = {p: flat for p, (flat, _) in labelled.items()} if shard[1] > 1 else None
-        underivable(world, layout, heads, diags, mine)
         arrays.update(example_arrays(layout, labelled))
+        mine = set(arrays["examples/slots"].tolist()) if shard[1] > 1 else None
+        underivable(world, layout, heads, diags, mine)
         out.append(WorldIR(world.name, layout.atoms, layout.entries, world.domains, subst, dropped, arrays))
     return {p: learned_ir(s, inputs[p], pruned[p]) for p, s in checked.learned.items()}, out

@@ -200,8 +200,7 @@ def plan_training(
 
     Under ``torchrun --nproc-per-node N`` each process compiles its share of the examples (with the atoms their
     substitutions read) and trains every restart on it, the gradients summed; rank 0 verifies and writes."""
-    from nlndl.distributed import collective as joined
-    from nlndl.distributed import gather, process_rank
+    from nlndl.distributed import process_rank
     from nlndl.learn import LearnConfig
     from nlndl.runtime.budget import BudgetError, agree, fit_training
     from nlndl.runtime.config import ChainConfig
@@ -209,8 +208,8 @@ def plan_training(
 
     check_device(device)
     sketch, background = Path(sketch), [Path(b) for b in background]
-    at = process_rank(device)
-    if at.size > 1 and (subgraph is not None or validation):
+    collective = process_rank(device)
+    if collective.size > 1 and (subgraph is not None or validation):
         option = "--subgraph" if subgraph is not None else "--validation"
         raise JobError(f"{sketch}: error: {option} is not supported with several processes (torchrun)")
     program = compile_program(
@@ -222,15 +221,14 @@ def plan_training(
         seed=seed,
         layout=layout,
         subgraph=subgraph,
-        shard=(at.rank, at.size),
+        shard=(collective.rank, collective.size),
     )
-    collective = joined(at, device)
-    if at.size > 1:  # every shard's warnings, each of its own examples, said by rank 0
-        parts = gather([program.warnings], at) or []
+    if collective.size > 1:  # every shard's warnings, each of its own examples, said by rank 0
+        parts = collective.gather(program.warnings) or []
         program.warnings = list(dict.fromkeys(w for part in parts for w in part))
         if len(parts) > 1 and any(parts[1:]):
             program.warnings.append(
-                f"(the warnings above are each process's, of its share of the examples: {at.size} shares)"
+                f"(the warnings above are each process's, of its share of the examples: {collective.size} shares)"
             )
     if validation and program.whole:
         raise JobError(
@@ -283,7 +281,7 @@ def plan_training(
         "class_weight": class_weight,
         "subgraph": subgraph,
         "validation_fraction": validation,
-        "processes": at.size,
+        "processes": collective.size,
     }
     return TrainPlan(sketch, program, stem, out, config, resume, record, notes, collective)
 

@@ -106,9 +106,16 @@ def all_memberships(model: ForwardChainer) -> dict[str, tuple[np.ndarray, np.nda
     return out
 
 
+def restart_memberships(
+    weights: dict[str, tuple[np.ndarray, np.ndarray]], restart: int
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """One restart's part of :func:`all_memberships`."""
+    return {name: (inner[restart], outer[restart]) for name, (inner, outer) in weights.items()}
+
+
 def memberships(model: ForwardChainer, restart: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """One restart's memberships (fresh arrays: callers may switch some off)."""
-    return {name: (inner[restart], outer[restart]) for name, (inner, outer) in all_memberships(model).items()}
+    return restart_memberships(all_memberships(model), restart)
 
 
 @dataclass
@@ -176,6 +183,13 @@ def drop_parts(
     return drops, left
 
 
+def example_counts(program: CompiledProgram) -> dict[bool, int]:
+    """The positive (True) and negative (False) examples of every world of ``program``."""
+    labels = np.concatenate([w.example_labels for w in program.worlds]) if program.worlds else np.zeros(0)
+    positives = int((labels > 0.5).sum())
+    return {True: positives, False: int(labels.size) - positives}
+
+
 @dataclass(frozen=True)
 class Allowance:
     """With noise, how many positive examples an accepted program may miss and how many negative ones it may
@@ -187,15 +201,14 @@ class Allowance:
 
     @classmethod
     def of(cls, program: CompiledProgram, noise: float) -> Allowance:
-        labels = np.concatenate([w.example_labels for w in program.worlds]) if program.worlds else np.zeros(0)
-        positives = int((labels > 0.5).sum())
-        return cls.of_counts(positives, labels.size - positives, noise)
+        return cls.of_counts(example_counts(program), noise)
 
     @classmethod
-    def of_counts(cls, positives: int, negatives: int, noise: float) -> Allowance:
+    def of_counts(cls, counts: dict[bool, int], noise: float) -> Allowance:
+        """From the positive (True) and negative (False) examples."""
         if not noise:
             return cls()
-        return cls(math.floor(noise * positives + 1e-9), math.floor(noise * negatives + 1e-9))
+        return cls(math.floor(noise * counts[True] + 1e-9), math.floor(noise * counts[False] + 1e-9))
 
     @property
     def total(self) -> int:
@@ -243,12 +256,9 @@ class Learner:
         self.accepted: tuple[int, list[Rule], Score] | None = None  # restart, rules, clingo score; see accept
         self.checks, self.improved = 0, 0  # checks so far, and the one at which ``accepted`` last improved
         self.every = config.train.check_every
-        if counts is None:
-            self.allowance = Allowance.of(program, config.noise or 0.0)
-            self.examples = sum(int(w.example_slots.size) for w in program.worlds)
-        else:
-            self.allowance = Allowance.of_counts(counts[True], counts[False], config.noise or 0.0)
-            self.examples = counts[True] + counts[False]
+        counts = example_counts(program) if counts is None else counts
+        self.allowance = Allowance.of_counts(counts, config.noise or 0.0)
+        self.examples = counts[True] + counts[False]
         self.clauses: dict[Rule, None] = {}  # with config.clauses, in the order first read
         self.losses: list[float | None] = []  # the lowest restart's loss at each check
 
@@ -301,7 +311,7 @@ class Learner:
         if self.config.clauses:  # every restart's clauses, from one read of the memberships
             weights = all_memberships(model)
             for restart in range(model.restarts):
-                one = {name: (inner[restart], outer[restart]) for name, (inner, outer) in weights.items()}
+                one = restart_memberships(weights, restart)
                 self.clauses.update(dict.fromkeys(extract(self.program, one, threshold)))
         examples = self.examples
         allowed = self.allowance.total

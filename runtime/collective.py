@@ -52,6 +52,10 @@ class Collective:
         """Every process's ``value``, in rank order, on every process."""
         return [value]
 
+    def gather(self, value: Any) -> list[Any] | None:
+        """Every process's ``value``, in rank order, on the leader (None on the others)."""
+        return [value]
+
     def barrier(self) -> None:
         """Wait for every process (so that none exits while the leader still writes)."""
 
@@ -112,4 +116,9 @@ class TorchCollective(Collective):
     def everyone(self, value: Any) -> list[Any]:
         out: list[Any] = [None] * self.size
         self.dist.all_gather_object(out, value)
+        return out
+
+    def gather(self, value: Any) -> list[Any] | None:
+        out: list[Any] | None = [None] * self.size if self.leader else None
+        self.dist.gather_object(value, out, dst=0)
         return out

@@ -6,13 +6,15 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from nlndl.compiler import compile_sketch
 from nlndl.compiler.examples import share as share_examples
-from nlndl.distributed import Ranks, gather, share
+from nlndl.distributed import gather, share
+from nlndl.runtime.collective import Collective
 
 ROOT = Path(__file__).resolve().parents[1]
 LAUNCHER = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "nlndl"]
@@ -38,9 +40,9 @@ def kin(tmp_path: Path) -> Path:
 
 def test_share_deals_round_robin_and_gather_restores_the_order():
     items = list("abcde")
-    parts = [share(items, Ranks(r, 2)) for r in range(2)]
+    parts = [share(items, SimpleNamespace(rank=r, size=2)) for r in range(2)]
     assert parts == [["a", "c", "e"], ["b", "d"]]
-    assert share(items, Ranks()) == items and gather(items, Ranks()) == items
+    assert share(items, Collective()) == items and gather(items, Collective()) == items
 
 
 def learned(out: Path) -> list[dict]:
