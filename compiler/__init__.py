@@ -74,6 +74,7 @@ def compile_sketch(
     digest = hashlib.sha256()
     for name in sorted(diags.sources):
         digest.update(name.encode() + b"\0" + diags.sources[name].encode() + b"\0")
+    inputs = {str(Path(n).resolve()): hashlib.sha256(t.encode()).hexdigest() for n, t in diags.sources.items()}
     strata = checked.strata
     return CompiledProgram(
         version=__version__,
@@ -94,4 +95,5 @@ def compile_sketch(
         whole=whole,
         noise=sketch.noise[0] if sketch.noise else None,
         warnings=diags.render_warnings(),
+        inputs=dict(sorted(inputs.items())),
     )

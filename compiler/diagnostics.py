@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 SHOWN = 60  # characters either side of the column, for a long source line
 MAX_SHOWN = 50  # diagnostics rendered in full; the count covers the rest
+BOM = "\ufeff"  # a leading byte-order mark, dropped by every text reader (as Soufflé and utf-8-sig do)
 
 
 @dataclass(frozen=True)

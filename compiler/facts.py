@@ -6,24 +6,39 @@ are reported at the facts file's line and column.
 
 from __future__ import annotations
 
+import gzip
+import zlib
 from pathlib import Path
 
-from nlndl.compiler.diagnostics import Diagnostics, Span, clip, size_text
+from nlndl.compiler.diagnostics import BOM, Diagnostics, Span, clip, size_text
 from nlndl.compiler.symbols import MAX_NUMBER, MIN_NUMBER, Value, number_value
 
 FACT_BYTES = 64  # memory per character of a facts file, read and interned (measured: 26 on 500,000 pairs)
+
+
+def gzip_size(path: Path) -> int:
+    """The uncompressed size a gzip file records in its last four bytes (modulo 2^32, as gzip keeps it)."""
+    with path.open("rb") as handle:
+        handle.seek(0, 2)
+        if handle.tell() < 4:
+            return 0
+        handle.seek(-4, 2)
+        return int.from_bytes(handle.read(4), "little")
 
 
 def read_facts(
     path: Path, base_types: list[str], diags: Diagnostics, where: Span, memory_limit: int | None = None
 ) -> list[tuple[Value, ...]]:
     """Rows of ``path`` as typed tuples; on error, diagnostics are added and bad rows skipped. A file whose
-    estimated memory is over ``memory_limit`` is refused before it is read."""
+    estimated memory is over ``memory_limit`` is refused before it is read. A ``.gz`` file is read through
+    gzip; line ends may be ``\\n`` or ``\\r\\n``."""
     if path.exists() and not path.is_file():
         diags.error(where, f"cannot read facts file {path}: not a regular file")
         return []
     try:
         size = path.stat().st_size
+        if path.name.endswith(".gz"):
+            size = max(size, gzip_size(path))
     except OSError:
         size = 0  # reported below, when it is read
     if memory_limit is not None and size * FACT_BYTES > memory_limit:
@@ -35,11 +50,16 @@ def read_facts(
         return []
     try:
         raw = path.read_bytes()
+        if path.name.endswith(".gz"):
+            raw = gzip.decompress(raw)
     except OSError as exc:
-        diags.error(where, f"cannot read facts file {path}: {exc.strerror}")
+        diags.error(where, f"cannot read facts file {path}: {exc.strerror or exc}")
+        return []
+    except (EOFError, zlib.error) as exc:
+        diags.error(where, f"cannot read {path}: damaged gzip data ({exc})")
         return []
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8").removeprefix(BOM)
     except UnicodeDecodeError as exc:
         diags.error(Span.of_byte(str(path), raw, exc.start), f"not UTF-8 text (byte 0x{raw[exc.start]:02x})")
         return []

@@ -193,6 +193,7 @@ class CompiledProgram:
     whole: list[WholeWorld] = field(default_factory=list)  # per world, when trained on a subgraph of it
     noise: float | None = None  # the sketch's .noise: training's default tolerance of wrong labels
     warnings: list[str] = field(default_factory=list)  # rendered compile warnings (not saved)
+    inputs: dict[str, str] = field(default_factory=dict)  # each file read (sketch, includes, facts) -> SHA-256
 
     def summary(self) -> dict[str, Any]:
         """The figures ``nlndl compile`` prints (and ``--json`` emits)."""

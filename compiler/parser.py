@@ -13,7 +13,7 @@ from pathlib import Path
 from lark import Lark, Token, Tree, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from nlndl.compiler import ast
-from nlndl.compiler.diagnostics import CompileError, Diagnostics, Span, clip, size_text
+from nlndl.compiler.diagnostics import BOM, CompileError, Diagnostics, Span, clip, size_text
 from nlndl.compiler.symbols import MAX_NUMBER, MIN_NUMBER, number_value
 
 TOKEN_NAMES = {
@@ -300,7 +300,7 @@ def _read(path: Path, what: str, diags: Diagnostics, memory_limit: int | None = 
         diags.error(Span(str(path), 1, 1), f"cannot read {what}: {exc.strerror or exc}")
         raise CompileError(diags) from None
     try:
-        return raw.decode("utf-8")
+        return raw.decode("utf-8").removeprefix(BOM)
     except UnicodeDecodeError as exc:
         diags.error(Span.of_byte(str(path), raw, exc.start), f"{what} is not UTF-8 text (byte 0x{raw[exc.start]:02x})")
         raise CompileError(diags) from None

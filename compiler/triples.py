@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from nlndl.compiler.check import RESERVED
 from nlndl.compiler.diagnostics import Diagnostics, Span
 from nlndl.compiler.facts import read_facts
 
@@ -34,32 +35,70 @@ def read_triples(path: Path, diags: Diagnostics, memory_limit: int | None = None
     return [(str(h), str(r), str(t)) for h, r, t in rows]
 
 
+def split_path(directory: Path, name: str) -> Path:
+    """The file of one split: ``<name>.txt``, else ``<name>.txt.gz`` where only that exists."""
+    plain = directory / f"{name}.txt"
+    packed = directory / f"{name}.txt.gz"
+    return packed if not plain.exists() and packed.exists() else plain
+
+
+def standard_layout(directory: Path) -> bool:
+    """Whether the graph comes as train/valid/test with no facts.txt (WN18RR's and FB15k-237's layout): then
+    train.txt is the graph, and each relation's training triples are split into its graph and its queries."""
+    return not split_path(directory, "facts").exists()
+
+
 def read_splits(directory: Path, diags: Diagnostics, memory_limit: int | None = None) -> dict[str, list[Triple]]:
-    """Each split's triples: facts.txt and train.txt, and valid.txt and test.txt where present (empty where not);
-    malformed lines are located errors in ``diags``."""
+    """Each split's triples: facts.txt (absent in the standard layout) and train.txt, and valid.txt and test.txt
+    where present (empty where not), each possibly gzipped; malformed lines are located errors in ``diags``."""
     split: dict[str, list[Triple]] = {name: [] for name in SPLITS}
     for name in SPLITS:
-        path = directory / f"{name}.txt"
-        if name in ("facts", "train") or path.exists():
+        path = split_path(directory, name)
+        if name == "train" or path.exists() or (name == "facts" and not standard_layout(directory)):
             split[name] = read_triples(path, diags, memory_limit)
     return split
 
 
+QUERY_SHARE = 0.5  # standard layout: of a target's training triples, the share that are queries (positives)
+
+
+def query_split(split: dict[str, list[Triple]], target: str, seed: int) -> tuple[list[Triple], list[Triple]]:
+    """The graph the rules read and the training triples of ``target`` to learn from. Neural LP's layout gives
+    them as facts.txt and train.txt. In the standard layout (no facts.txt) train.txt is the graph, and the
+    target's own triples are split, drawn with the seed: :data:`QUERY_SHARE` of them are queries, left out of
+    the graph so that no rule is trivially true of them, and the rest stay in the graph as the target's
+    known facts."""
+    if split["facts"]:
+        return split["facts"], split["train"]
+    own = sorted({t for t in split["train"] if t[1] == target})
+    rng = np.random.default_rng([seed, 17, len(own)])
+    order = rng.permutation(len(own))
+    count = max(1, round(QUERY_SHARE * len(own))) if own else 0
+    queries = {own[i] for i in order[:count]}
+    return [t for t in split["train"] if t not in queries], sorted(queries)
+
+
+def is_identifier(name: str) -> bool:
+    """Whether a relation name can stand in a sketch as it is: an identifier that no engine reserves."""
+    return bool(IDENTIFIER.fullmatch(name)) and name not in RESERVED
+
+
 def identifiers(names: list[str]) -> dict[str, str]:
-    """A distinct Datalog identifier for each relation name: itself where it is one, else with every other
-    character made ``_`` (and ``r_`` in front where it would not start as an identifier)."""
-    out: dict[str, str] = {}
-    taken: set[str] = set()
-    for name in sorted(names):
-        ident = name if IDENTIFIER.fullmatch(name) else re.sub(r"[^A-Za-z0-9_]", "_", name)
-        if not IDENTIFIER.fullmatch(ident):
+    """A distinct Datalog identifier for each relation name. A name that is one (:func:`is_identifier`) keeps
+    it; each other name has every character outside ``[A-Za-z0-9_]`` made ``_`` (and ``r_`` in front where it
+    would not start an identifier or is reserved), numbered where that is taken."""
+    out = {name: name for name in names if is_identifier(name)}
+    taken = set(out.values())
+    for name in sorted(set(names) - set(out)):
+        ident = re.sub(r"[^A-Za-z0-9_]", "_", name)
+        if not is_identifier(ident):
             ident = f"r_{ident}"
         base, k = ident, 2
         while ident in taken:
             ident, k = f"{base}_{k}", k + 1
         out[name] = ident
         taken.add(ident)
-    return out
+    return {name: out[name] for name in sorted(out)}
 
 
 FACT = "\0fact"  # key of the target's own facts.txt triples among the background relations (no relation's name)
@@ -80,6 +119,12 @@ def sketch_identifiers(names: list[str], target: str, own_facts: bool) -> dict[s
     if own_facts:
         ident[FACT] = fact_name(ident[target], set(ident.values()))
     return ident
+
+
+def comment(text: str) -> str:
+    """``text`` fit to stand in a one-line comment: every unprintable character (a newline in a directory's
+    name, say) written as its escape."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 def quote(text: str) -> str:
@@ -137,43 +182,63 @@ def kg_sketch(
     if diags:
         return None
     names = sorted({r for rows in split.values() for _, r, _ in rows})
+    train_file = Span(str(split_path(directory, "train")), 1, 1)
     if target not in names:
         near = ", ".join(names[:12]) + (" ..." if len(names) > 12 else "")
-        diags.error(Span(str(directory / "facts.txt"), 1, 1), f"no relation {target!r} in the graph (it has {near})")
+        diags.error(train_file, f"no relation {target!r} in the graph (it has {near})")
         return None
     if len(names) < 2:
-        diags.error(Span(str(directory / "facts.txt"), 1, 1), f"no relation besides {target!r} to learn it from")
+        diags.error(train_file, f"no relation besides {target!r} to learn it from")
         return None
     entity_file = directory / "entities.txt"
     if entity_file.exists():
-        entities = [row[0] for row in read_facts(entity_file, ["symbol"], diags, Span(str(entity_file), 1, 1))]
+        where = Span(str(entity_file), 1, 1)
+        entities = [row[0] for row in read_facts(entity_file, ["symbol"], diags, where, memory_limit)]
+        if not entities and not diags:
+            diags.error(where, "no entities (an empty entities.txt); remove it to draw from the triples' entities")
     else:
         entities = sorted({e for rows in split.values() for h, _, t in rows for e in (h, t)})
     if diags:
         return None
+    most = 2 * (len(entities) - 1)  # a positive's head or tail replaced by any other entity
+    if negatives > most:
+        diags.error(
+            train_file,
+            f"--negatives {negatives}: a triple has at most {most:,} corruptions in a graph of {len(entities):,} "
+            "entities; ask for fewer",
+        )
+        return None
+    graph, queries = query_split(split, target, seed)
     background: dict[str, list[tuple[str, str]]] = {r: [] for r in names}
-    for h, r, t in split["facts"]:
+    for h, r, t in graph:
         background[r].append((h, t))
     ident = sketch_identifiers(names, target, bool(background[target]))
     if background[target]:  # the target's known triples, under a name of their own
         background[FACT] = background.pop(target)
     else:
         del background[target]
-    positives = sorted({(h, t) for h, r, t in split["train"] if r == target})
+    positives = sorted({(h, t) for h, r, t in queries if r == target})
     if not positives:
-        diags.error(Span(str(directory / "train.txt"), 1, 1), f"no triple of {target!r} in train.txt to learn from")
+        diags.error(train_file, f"no triple of {target!r} in train.txt to learn from")
         return None
     known = {(h, t) for name in ("facts", "train", "valid") for h, r, t in split[name] if r == target}
     drawn = corrupt(positives, entities, known, negatives, np.random.default_rng([seed, 11]))
     body = ", ".join(ident[r] for r in background)
     lines = [
-        f"// {target} from the knowledge graph {directory.name} (nlndl kg sketch --target {target} "
+        f"// {comment(target)} from the knowledge graph {comment(directory.name)} (nlndl kg sketch --target "
+        f"{comment(target)} "
         f"--negatives {negatives} --seed {seed})",
         "// background: facts.txt; positives: the target's triples of train.txt; negatives: "
-        "their heads or tails corrupted (open world: no closed world)",
+        "their heads or tails corrupted (open world: no closed world)"
+        if split["facts"]
+        else f"// background: train.txt but for {QUERY_SHARE:.0%} of the target's triples, drawn with the seed, "
+        "which are the positives; negatives: their heads or tails corrupted (open world: no closed world)",
     ]
+    renamed = [f"{comment(name)} -> {ident[name]}" for name in names if ident[name] != name]
+    if renamed:
+        lines.append(f"// relations renamed: {', '.join(renamed)}")
     for r in background:
-        original = f"{target} of facts.txt" if r == FACT else r
+        original = f"{comment(target)} of the graph" if r == FACT else comment(r)
         renamed = f"  // {original}" if ident[r] != original else ""
         lines += [f".decl {ident[r]}(head: symbol, tail: symbol){renamed}", f".input {ident[r]}"]
     lines += [f".decl {ident[target]}(head: symbol, tail: symbol)"]

@@ -107,7 +107,7 @@ def train(
 def export(out: str | Path, name: str, program: CompiledProgram, result: LearnResult, origin: str = "") -> list[Path]:
     """Write OUT/name.dl (Soufflé), OUT/name.lp (clingo) and each world's facts, as ``nlndl train`` does:
     replacing only files nlndl wrote there (OutputError otherwise), each file whole or not at all."""
-    directory = OutputDir(Path(out))
+    directory = OutputDir(Path(out), "train", program.inputs)
     written = directory.publish(lambda staging: write_program(staging, name, program, result.rules, origin or name))
     return [directory.root / rel for rel in written]
 

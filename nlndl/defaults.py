@@ -3,6 +3,9 @@ and the runtime's configurations all read them from here, so that ``nlndl --help
 
 from __future__ import annotations
 
+# every command
+MAX_SEED = 2**63 - 1  # the largest seed: torch's generators take a signed 64-bit integer
+
 # compiling
 LAYOUTS = ("auto", "dense", "sparse")  # valuation layouts (compiler.layout); auto: sparse above 2^20 dense atoms
 MAX_STEPS = 10_000  # the most forward-chaining steps a sketch or --steps may ask for

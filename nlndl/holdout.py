@@ -17,6 +17,16 @@ from nlndl.defaults import MAX_NOISE
 HELD_SLOTS, HELD_LABELS = "holdout/slots", "holdout/labels"
 
 
+def held_counts(program: CompiledProgram, fraction: float) -> tuple[int, int]:
+    """The positive and negative examples :func:`hold_out` would hold out of ``program`` at ``fraction``."""
+    positives = negatives = 0
+    for world in program.worlds:
+        labels = world.example_labels
+        positives += int(fraction * int((labels > 0.5).sum()) + 1e-9)
+        negatives += int(fraction * int((labels <= 0.5).sum()) + 1e-9)
+    return positives, negatives
+
+
 def hold_out(program: CompiledProgram, fraction: float, seed: int) -> tuple[CompiledProgram, int]:
     """A copy of ``program`` with, in each world, floor(fraction x positives) positive examples and
     floor(fraction x negatives) negative ones moved to ``holdout/slots`` and ``holdout/labels``; the count

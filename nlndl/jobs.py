@@ -5,6 +5,7 @@ imported by the jobs that train, not by this module, so that compiling and check
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -43,10 +44,12 @@ def check_device(device: str) -> None:
             raise JobError(f"error: --device {device}: no CUDA device is available (torch {torch.__version__})")
 
 
-def output_dir(path: Path, files: Sequence[str] = PROGRAM_FILES, dirs: Sequence[str] = ()) -> OutputDir:
-    """The directory ``path``, checked before the work: ``files`` may replace an earlier nlndl output there,
-    nothing else (OutputError)."""
-    directory = OutputDir(path)
+def output_dir(
+    path: Path, files: Sequence[str] = PROGRAM_FILES, dirs: Sequence[str] = (), writer: str | None = None
+) -> OutputDir:
+    """The directory ``path``, checked before the work: ``files`` may replace an earlier output of the same
+    ``writer`` (the command) there, nothing else (OutputError)."""
+    directory = OutputDir(path, writer)
     directory.check(list(files), list(dirs))
     return directory
 
@@ -85,6 +88,31 @@ def compile_program(
 def checkpoint_name(stem: str) -> str:
     """The directory, inside the output directory, of an unfinished run's checkpoint."""
     return f"{stem}.checkpoint"
+
+
+TRAINED_ON = "inputs.json"  # in a checkpoint directory: what the run was trained on
+
+
+def trained_on(program: CompiledProgram) -> dict:
+    """What a checkpoint records of its run's inputs: every file the compiler read, by SHA-256."""
+    return {"inputs": program.inputs}
+
+
+def changed_inputs(checkpoint: Path, program: CompiledProgram) -> list[str]:
+    """What differs between the inputs ``checkpoint`` was trained on and ``program``'s (empty: the same)."""
+    try:
+        saved = json.loads((checkpoint / TRAINED_ON).read_text())["inputs"]
+        if not isinstance(saved, dict):
+            raise TypeError
+    except FileNotFoundError:
+        return [f"{TRAINED_ON} is missing, so what it was trained on is unknown"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return [f"{TRAINED_ON} is damaged, so what it was trained on is unknown"]
+    now = program.inputs
+    out = [f"{name} changed" for name in sorted(set(saved) & set(now)) if saved[name] != now[name]]
+    out += [f"{name} is read now and was not then" for name in sorted(set(now) - set(saved))]
+    out += [f"{name} was read then and is not now" for name in sorted(set(saved) - set(now))]
+    return out
 
 
 def _unusable(checkpoint: Path, exc: Exception) -> JobError:
@@ -135,7 +163,11 @@ class TrainPlan:
         relative = checkpoint_name(self.stem)
 
         def save_checkpoint(trainer) -> None:
-            self.out.publish(lambda staging: trainer.save(staging / relative))
+            def write(staging: Path) -> None:
+                trainer.save(staging / relative)
+                (staging / relative / TRAINED_ON).write_text(json.dumps(trained_on(self.program), indent=1) + "\n")
+
+            self.out.publish(write)
 
         try:
             result = learn(
@@ -146,8 +178,9 @@ class TrainPlan:
                 checkpoint=save_checkpoint,
                 collective=self.collective,
             )
-        except KeyboardInterrupt:
-            raise Interrupted(f"interrupted: checkpoint saved to {self.checkpoint}; continue with --resume") from None
+        except KeyboardInterrupt as exc:
+            message = f"interrupted: checkpoint saved to {self.checkpoint}; continue with --resume"
+            raise Interrupted.of(exc, message) from None
         except CheckpointError as exc:
             raise _unusable(self.checkpoint, exc) from None
         except BudgetError as exc:
@@ -235,6 +268,19 @@ def plan_training(
             f"{sketch}: error: --validation and --subgraph together are not supported (the whole worlds "
             "that judge a subgraph's rules hold every example)"
         )
+    notes = []
+    if validation:
+        from nlndl.holdout import held_counts
+
+        held = held_counts(program, validation)
+        if not any(held):
+            raise JobError(
+                f"{sketch}: error: --validation {validation:g} holds out no example: a fraction of each class is "
+                "rounded down, and every class is too small; ask for a larger fraction"
+            )
+        for count, cls in zip(held, ("positive", "negative"), strict=True):
+            if not count:
+                notes.append(f"--validation {validation:g} holds out no {cls} example (too few to take a fraction)")
     stem = "_".join(sorted(program.learned)) or sketch.stem
     relative = checkpoint_name(stem)
     checkpoint = Path(output) / relative
@@ -245,9 +291,15 @@ def plan_training(
             read_checkpoint(checkpoint)
         except CheckpointError as exc:
             raise _unusable(checkpoint, exc) from None
+        changed = changed_inputs(checkpoint, program)
+        if changed:
+            raise JobError(
+                f"{checkpoint}: error: cannot resume: it was trained on other inputs ({'; '.join(changed[:5])}"
+                f"{'; ...' if len(changed) > 5 else ''}); it was left as it was: run without --resume to start over"
+            )
     files, dirs = planned_paths(stem, program)
-    saved = [f"{relative}/checkpoint.json", f"{relative}/checkpoint.safetensors"]
-    out = OutputDir(Path(output))
+    saved = [f"{relative}/checkpoint.json", f"{relative}/checkpoint.safetensors", f"{relative}/{TRAINED_ON}"]
+    out = OutputDir(Path(output), "train", [*program.inputs, sketch, *background])
     if resume:
         out.adopted.update(saved)  # the checkpoint continued from is replaced by its continuation
     out.check([*files, f"{stem}.json", *saved], [*dirs, relative])
@@ -258,7 +310,6 @@ def plan_training(
         chain = agree(chain, collective)
     except BudgetError as exc:
         raise JobError(f"{sketch}: error: {exc}") from None
-    notes = []
     if fitted != chain:
         changes = ["steps recomputed in the backward pass"] if fitted.recompute else []
         if fitted.restarts != chain.restarts:
@@ -290,6 +341,12 @@ def read_record(results: Path) -> dict:
     """A <name>.json written by ``nlndl train``, its fields checked (JobError located at the file otherwise)."""
     try:
         record = json.loads(Path(results).read_text())
+        if isinstance(record, dict) and "relations" in record and "closure" in record:
+            raise JobError(
+                f"{results}:1:1: error: this is the record of nlndl kg train, not of nlndl train: its rules are "
+                f"already exported beside it, as {Path(results).parent / 'rules.dl'} (Soufflé) and "
+                f"{Path(results).parent / 'rules.lp'} (clingo)"
+            )
         rules, seed, subgraph = record["rules"], int(record.get("seed", 0)), record.get("subgraph")
         Path(record["sketch"])
         if not isinstance(rules, list) or not all(isinstance(r, str) for r in rules):
@@ -353,7 +410,7 @@ def write_kg_sketch(
     if made is None:
         raise JobError(diags.render())
     files = ["sketch.dl", *(f"{name}.facts" for name in made.facts)]
-    out = output_dir(Path(output), files)
+    out = output_dir(Path(output), files, writer="kg sketch")
 
     def write(staging: Path) -> None:
         (staging / "sketch.dl").write_text(made.text)
@@ -401,7 +458,7 @@ def train_ldpc_decoder(
     from nlndl import decoders
     from nlndl.runtime.budget import BudgetError
 
-    target = output_dir(Path(output), DECODER_FILES)
+    target = output_dir(Path(output), DECODER_FILES, writer="ldpc train")
     training = training or decoders.DecoderTraining()
     try:
         trained, history = decoders.train_decoder(graph, training, progress, memory_limit)
@@ -450,6 +507,7 @@ class KGTraining:
     agree: bool  # clingo and the crisp evaluator derive the same triples
     files: list[Path]
     report: dict = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # warnings found before the work (an earlier output left mixed)
 
 
 def kg_output_files(graph: object, chosen: list[str]) -> list[str]:
@@ -459,9 +517,61 @@ def kg_output_files(graph: object, chosen: list[str]) -> list[str]:
 
     held = set()
     for r in chosen:  # the identifiers each relation's sketch holds (kg_export writes a .facts file for each)
-        held |= set(sketch_identifiers(graph.relations, r, bool(graph.pairs(r, ("facts",)))).values())
+        held |= set(sketch_identifiers(graph.relations, r, True).values())  # with <r>_fact: a superset
     names = Names.for_relations(sorted(held))
     return [*KG_FILES, *(f"{names(i)}.facts" for i in sorted(held))]
+
+
+KG_CHECKPOINT = "rules.checkpoint"  # in kg train's output directory: each relation learned so far
+
+
+def kg_checkpoint_file(relation: str) -> str:
+    """The checkpoint of one relation (its name hashed: a relation's name may be no file name)."""
+    return f"{KG_CHECKPOINT}/{hashlib.sha256(relation.encode()).hexdigest()[:20]}.json"
+
+
+def kg_stamp(directory: Path, config: object) -> dict:
+    """What a kg train checkpoint was learned from: each triple file's SHA-256 and the settings."""
+    from nlndl.compiler.triples import SPLITS
+
+    files = {}
+    for name in (*SPLITS, "entities"):
+        for path in (Path(directory) / f"{name}.txt",):
+            if path.is_file():
+                files[path.name] = hashlib.sha256(path.read_bytes()).hexdigest()
+    settings = {k: v for k, v in asdict(config).items() if k != "device"}
+    return {"files": files, "config": settings}
+
+
+def kg_kept(out: OutputDir, stamp: dict, chosen: list[str], graph: object) -> dict:
+    """The relations an interrupted ``kg train`` kept in OUT/rules.checkpoint, checked to be learned from the same
+    files and settings (JobError naming what changed)."""
+    from nlndl.kg import from_checkpoint
+
+    root = out.root / KG_CHECKPOINT
+    if not root.is_dir():
+        raise JobError(f"{root}: error: no checkpoint to resume from")
+    kept = {}
+    for relation in chosen:
+        path = out.root / kg_checkpoint_file(relation)
+        if not path.is_file():
+            continue
+        try:
+            data = json.loads(path.read_text())
+            changed = [f"{n} changed" for n in sorted(set(stamp["files"]) | set(data["stamp"]["files"]))
+                       if stamp["files"].get(n) != data["stamp"]["files"].get(n)]  # fmt: skip
+            changed += [f"--{k.replace('_', '-')} was {v!r}, is {stamp['config'].get(k)!r}"
+                        for k, v in data["stamp"]["config"].items() if stamp["config"].get(k) != v]  # fmt: skip
+            if changed:
+                raise JobError(
+                    f"{path}: error: cannot resume: relation {relation!r} was learned from other inputs "
+                    f"({'; '.join(changed[:5])}); it was left as it was: run without --resume to start over"
+                )
+            kept[relation] = from_checkpoint(data["relation"], graph)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise JobError(f"{path}: error: checkpoint is unusable ({type(exc).__name__}: {exc}); "
+                           "it was left as it was") from None  # fmt: skip
+    return kept
 
 
 def train_kg(
@@ -470,18 +580,49 @@ def train_kg(
     relations: list[str] | None = None,
     config: object | None = None,
     progress: Callable[[int, int, str, object | None], None] | None = None,
+    resume: bool = False,
 ) -> KGTraining:
     """Learn every relation (or those named) of a graph in the Neural LP layout and write OUTPUT/rules.dl,
     rules.lp, their facts and rules.json; the exported program is run by clingo and by nlndl's crisp evaluator,
-    which must agree. ``config``: a :class:`nlndl.kg.KGConfig`."""
+    which must agree. ``config``: a :class:`nlndl.kg.KGConfig`.
+
+    Each relation learned is kept in OUTPUT/rules.checkpoint until the program is written, so that a run
+    interrupted (Ctrl-C, SIGTERM: Interrupted) continues with ``resume`` from the relations it had learned."""
     from nlndl import kg_export
-    from nlndl.kg import Graph, KGConfig, checked_relations, learn_graph
+    from nlndl.distributed import process_rank
+    from nlndl.kg import Graph, KGConfig, checked_relations, checkpoint_json, learn_graph
 
     config = config or KGConfig()
     graph = Graph.read(Path(directory), config.memory_limit)
     chosen = checked_relations(graph, relations, Path(directory))
-    out = output_dir(Path(output), kg_output_files(graph, chosen))
-    learned = learn_graph(Path(directory), graph, chosen, config, progress)
+    alone = process_rank(config.device).size == 1
+    if resume and not alone:
+        raise JobError(f"{output}: error: --resume is not supported with several processes (torchrun)")
+    saved = [kg_checkpoint_file(r) for r in chosen] if alone else []
+    out = OutputDir(Path(output), "kg train")
+    out.adopted.update(saved if resume else ())
+    out.check([*kg_output_files(graph, chosen), *saved], [KG_CHECKPOINT] if alone else [])
+    notes = [note] if (note := out.mixed_note()) else []
+    stamp = kg_stamp(Path(directory), config)
+    kept = kg_kept(out, stamp, chosen, graph) if resume else {}
+
+    def keep(one: object) -> None:
+        name = kg_checkpoint_file(one.relation)
+        record = {"stamp": stamp, "relation": checkpoint_json(one)}
+
+        def write(staging: Path) -> None:
+            (staging / name).parent.mkdir(parents=True, exist_ok=True)
+            (staging / name).write_text(json.dumps(record) + "\n")
+
+        out.publish(write, expected=[name])
+        out.adopted.add(name)
+
+    try:
+        learned = learn_graph(Path(directory), graph, chosen, config, progress, kept, keep if alone else None)
+    except KeyboardInterrupt as exc:
+        count = sum((out.root / kg_checkpoint_file(r)).is_file() for r in chosen)
+        where = f"kept in {out.root / KG_CHECKPOINT}; continue with --resume" if count else "nothing to keep"
+        raise Interrupted.of(exc, f"interrupted: {count} of {len(chosen)} relations learned, {where}") from None
     if learned is None:  # not rank 0 of a torchrun: rank 0 writes
         return KGTraining([], 0, True, [])
     origin = Path(directory).name
@@ -495,6 +636,8 @@ def train_kg(
     report = {
         "data": str(directory),
         "config": asdict(config),
+        "renamed": kg_export.renamed(learned),
+        "resumed": sorted(kept),
         "relations": [one.to_json() for one in learned],
         "closure": {"derived": derived, "clingo_agrees_with_crisp": agree},
     }
@@ -504,8 +647,12 @@ def train_kg(
         for name, text in texts.items():
             (staging / name).write_text(text)
 
-    save(out, write, list(texts))
-    return KGTraining(learned, derived, agree, [out.root / name for name in texts], report)
+    try:
+        save(out, write, list(texts))
+    except OutputError as exc:
+        raise JobError("\n".join(["rules learned (not saved):", *texts["rules.dl"].splitlines(), str(exc)])) from None
+    out.remove_tree(KG_CHECKPOINT)
+    return KGTraining(learned, derived, agree, [out.root / name for name in texts], report, notes)
 
 
 def closure_agrees(graph: object, learned: list, clingo_program: str) -> tuple[int, bool]:

@@ -13,7 +13,7 @@ import resource
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ import numpy as np
 from scipy import sparse
 
 from nlndl.compiler import compile_sketch
-from nlndl.compiler.crisp import Rule, evaluate
+from nlndl.compiler.crisp import BodyAtom, Rule, evaluate
 from nlndl.compiler.diagnostics import CompileError, Diagnostics
 from nlndl.compiler.triples import FACT, KGSketch, Triple, kg_sketch, read_splits
 from nlndl.datalog import render
@@ -41,6 +41,7 @@ from nlndl.learn import LearnConfig, LearnResult, learn
 from nlndl.ranking import noisy_or
 from nlndl.runtime.budget import BudgetError
 from nlndl.runtime.train import TrainConfig
+from nlndl.verify import Score
 
 KNOWN = ("facts", "train")  # the splits rules read and confidences count on
 MIN_SUPPORT = 1  # known triples a clause must derive to rank anything
@@ -158,11 +159,80 @@ class RelationRules:
         }
 
 
+def rule_json(rule: Rule) -> dict[str, Any]:
+    """A clause as JSON (a checkpoint keeps clauses whole, not as text to parse again)."""
+    return {
+        "head": rule.head,
+        "args": [list(a) for a in rule.head_args],
+        "body": [
+            {"predicate": a.predicate, "args": [list(x) for x in a.args], "negated": a.negated} for a in rule.body
+        ],
+    }
+
+
+def rule_from_json(data: dict[str, Any]) -> Rule:
+    body = tuple(
+        BodyAtom(a["predicate"], tuple((str(k), v) for k, v in a["args"]), bool(a["negated"])) for a in data["body"]
+    )
+    return Rule(data["head"], tuple((str(k), v) for k, v in data["args"]), body)
+
+
+def checkpoint_json(one: RelationRules) -> dict[str, Any]:
+    """Everything :func:`from_checkpoint` needs to rebuild ``one`` without learning it again."""
+    result = one.result
+    return {
+        "relation": one.relation,
+        "head": one.head,
+        "sources": one.sources,
+        "result": {
+            "solved": result.solved,
+            "score": asdict(result.score),
+            "iterations": result.iterations,
+            "seconds": result.seconds,
+            "restarts": result.restarts,
+            "restart": result.restart,
+            "accepted": result.accepted,
+            "noise": result.noise,
+        },
+        "program": [[rule_json(r), c] for r, c in one.program],
+        "clauses": [[rule_json(r), c] for r, c in one.clauses],
+        "seconds": one.seconds,
+        "peak_rss": one.peak_rss,
+    }
+
+
+def from_checkpoint(data: dict[str, Any], graph: Graph) -> RelationRules:
+    """A relation's rules as :func:`checkpoint_json` kept them, each clause's pairs derived again on ``graph``
+    (KeyError, TypeError or ValueError on a damaged record)."""
+    kept = data["result"]
+    program = [(rule_from_json(r), float(c)) for r, c in data["program"]]
+    clauses = [(rule_from_json(r), float(c)) for r, c in data["clauses"]]
+    result = LearnResult(
+        solved=bool(kept["solved"]),
+        rules=[r for r, _ in program],
+        score=Score(**kept["score"]),
+        iterations=int(kept["iterations"]),
+        seconds=float(kept["seconds"]),
+        restarts=int(kept["restarts"]),
+        restart=kept["restart"],
+        accepted=bool(kept["accepted"]),
+        noise=kept["noise"],
+        clauses=[r for r, _ in clauses],
+    )
+    sources = {str(k): str(v) for k, v in data["sources"].items()}
+    rules = list(dict.fromkeys([r for r, _ in program] + [r for r, _ in clauses]))
+    pairs = dict(zip(rules, rule_pairs(graph, rules, sources), strict=True))
+    return RelationRules(
+        str(data["relation"]), str(data["head"]), sources, result, program, clauses, pairs,
+        float(data["seconds"]), int(data["peak_rss"]),
+    )  # fmt: skip
+
+
 def learn_relation(directory: Path, graph: Graph, target: str, config: KGConfig) -> RelationRules:
     """Learn ``target`` from its ``kg sketch`` (compiled in a temporary directory) and score what was found."""
     diags = Diagnostics()
     made: KGSketch | None = kg_sketch(
-        directory, target, diags, config.negatives, config.seed, config.vars, splits=graph.triples
+        directory, target, diags, config.negatives, config.seed, config.vars, config.memory_limit, graph.triples
     )
     if made is None:
         raise JobError(diags.render())
@@ -208,17 +278,26 @@ def learn_graph(
     relations: list[str],
     config: KGConfig,
     progress: Callable[[int, int, str, RelationRules | None], None] | None = None,
+    kept: dict[str, RelationRules] | None = None,
+    keep: Callable[[RelationRules], None] | None = None,
 ) -> list[RelationRules] | None:
     """The given relations of ``graph`` (read from ``directory``), learned one after another or, under torchrun,
     shared round robin among the processes and gathered on rank 0 in the given order (None on the other ranks);
-    ``progress`` is told (index, count, relation, None) before and (..., learned) after each."""
+    ``progress`` is told (index, count, relation, None) before and (..., learned) after each. A relation in
+    ``kept`` (learned by an earlier, interrupted run) is taken from there; ``keep`` is given each one learned."""
     at = process_rank(config.device)
+    kept = kept or {}
     out = []
     for target in share(relations, at):
         i = relations.index(target)
-        if progress:
-            progress(i, len(relations), target, None)
-        out.append(learn_relation(directory, graph, target, config))
+        if target in kept:
+            out.append(kept[target])
+        else:
+            if progress:
+                progress(i, len(relations), target, None)
+            out.append(learn_relation(directory, graph, target, config))
+            if keep:
+                keep(out[-1])
         if progress:
             progress(i, len(relations), target, out[-1])
     return gather(out, at)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from nlndl import __version__
 from nlndl.compiler.crisp import Rule
-from nlndl.compiler.triples import quote
+from nlndl.compiler.triples import comment, quote
 from nlndl.datalog import Names, render
 from nlndl.kg import KNOWN, Graph, RelationRules
 
@@ -28,29 +28,47 @@ def rules(learned: list[RelationRules]) -> list[Rule]:
     return [rule for one in learned for rule, _ in one.program]
 
 
+def renamed(learned: list[RelationRules]) -> dict[str, str]:
+    """Each graph relation whose name the written program spells otherwise -> that name (the target's own
+    facts.txt triples, ``<target>_fact``, are a view of their relation, not a renaming)."""
+    names = Names.for_relations(list(sources(learned)))
+    out = {}
+    for one in learned:
+        for ident, relation in one.sources.items():
+            view = relation == one.relation and ident != one.head
+            if not view and names(ident) != relation:
+                out[relation] = names(ident)
+    return dict(sorted(out.items()))
+
+
+def renamed_header(learned: list[RelationRules], comment_mark: str) -> list[str]:
+    changed = [f"{comment(a)} -> {b}" for a, b in renamed(learned).items()]
+    return [f"{comment_mark} relations renamed: {', '.join(changed)}"] if changed else []
+
+
 def souffle_text(learned: list[RelationRules], origin: str) -> str:
     held = sources(learned)
     names = Names.for_relations(list(held))
-    lines = [f"// Learned by nlndl {__version__} from the knowledge graph {origin} (nlndl kg train)"]
+    lines = [f"// Learned by nlndl {__version__} from the knowledge graph {comment(origin)} (nlndl kg train)"]
     lines.append("// facts: <relation>.facts (facts.txt and train.txt); the rules' closure is the output")
-    lines += names.header("//")
+    lines += renamed_header(learned, "//")
     for ident, relation in held.items():
-        note = f"  // {relation}" if ident != relation else ""
+        note = f"  // {comment(relation)}" if ident != relation else ""
         lines.append(f".decl {names(ident)}(head: symbol, tail: symbol){note}")
     lines += [f".input {names(ident)}" for ident in held]
     lines += [f".output {names(one.head)}" for one in learned]
     for one in learned:
-        lines += ["", f"// {one.relation}"] + [render(r, "!", names) for r, _ in one.program]
+        lines += ["", f"// {comment(one.relation)}"] + [render(r, "!", names) for r, _ in one.program]
     return "\n".join(lines) + "\n"
 
 
 def clingo_text(learned: list[RelationRules], origin: str) -> str:
     names = Names.for_relations(list(sources(learned)))
-    lines = [f"% Learned by nlndl {__version__} from the knowledge graph {origin} (nlndl kg train)"]
+    lines = [f"% Learned by nlndl {__version__} from the knowledge graph {comment(origin)} (nlndl kg train)"]
     lines.append("% facts: facts.lp (facts.txt and train.txt): clingo rules.lp facts.lp")
-    lines += names.header("%")
+    lines += renamed_header(learned, "%")
     for one in learned:
-        lines += [f"% {one.relation}"] + [render(r, "not ", names) for r, _ in one.program]
+        lines += [f"% {comment(one.relation)}"] + [render(r, "not ", names) for r, _ in one.program]
     lines += [f"#show {names(one.head)}/2." for one in learned]
     return "\n".join(lines) + "\n"
 

@@ -25,6 +25,7 @@ MANIFEST = ".nlndl-manifest.json"
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)
 STAGING = ".nlndl-staging-"
+STAGING_MARK = ".nlndl-staging"  # inside a staging directory: proves it is nlndl's to remove
 
 
 class OutputError(Exception):
@@ -85,11 +86,15 @@ def _sha256(path: Path, sync: bool = False) -> str:
 class OutputDir:
     """A directory into which nlndl writes files under names it derives, owning only what its manifest lists."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, writer: str | None = None, inputs: Iterable[Path | str] = ()) -> None:
         self.root = root
+        self.writer = writer  # the command writing (kg sketch, kg train, train, ...): it replaces only its own files
+        self.inputs = {os.path.realpath(p) for p in inputs}  # files the run reads: never written over
         self.files: dict[str, str] = {}  # relative path -> sha256 of what nlndl wrote
+        self.writers: dict[str, str] = {}  # relative path -> the command that wrote it
         self.dirs: set[str] = set()  # directories nlndl created (removed again when emptied)
         self.adopted: set[str] = set()  # files the user asked nlndl to continue from (--resume) and so replace
+        self.mixed: dict[str, list[str]] = {}  # an earlier publish cut short: {"new": [...], "old": [...]}
         manifest = root / MANIFEST
         if root.is_symlink() and not root.is_dir():
             raise OutputError(f"{root}: error: is a broken symbolic link")
@@ -101,7 +106,9 @@ class OutputDir:
             try:
                 data = json.loads(manifest.read_text())
                 self.files = {str(k): str(v) for k, v in data["files"].items()}
+                self.writers = {str(k): str(v) for k, v in data.get("writers", {}).items()}
                 self.dirs = {str(d) for d in data.get("dirs", [])}
+                self.mixed = {str(k): [str(n) for n in v] for k, v in data.get("mixed", {}).items()}
             except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
                 raise OutputError(
                     f"{manifest}: error: unreadable nlndl manifest ({exc}); remove it or choose another directory"
@@ -118,11 +125,12 @@ class OutputDir:
     def check(self, relpaths: Iterable[str], directories: Iterable[str] = ()) -> None:
         """Raise OutputError naming the first path nlndl may not write: a file it did not write (or that changed
         since), a symbolic link, a directory where a file goes or a file where a directory goes."""
+        relpaths, directories = list(relpaths), list(directories)
+        existing = self.root
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+        self._check_names(existing, [*relpaths, *directories])
         if not self.root.exists():
-            parent = self.root.parent if str(self.root.parent) else Path(".")
-            existing = parent
-            while not existing.exists() and existing != existing.parent:
-                existing = existing.parent
             if not existing.is_dir() or not os.access(existing, os.W_OK):
                 raise OutputError(f"{self.root}: error: cannot create the output directory (in {existing})")
             return
@@ -132,6 +140,21 @@ class OutputDir:
             self._check_path(rel, directory=True)
         for rel in relpaths:
             self._check_path(rel, directory=False)
+
+    def _check_names(self, existing: Path, relpaths: list[str]) -> None:
+        """Every name the run will create is one the file system takes (not too long), checked before the work
+        whether or not the directory exists yet."""
+        try:
+            longest = os.pathconf(existing, "PC_NAME_MAX")
+        except (OSError, ValueError):
+            longest = 255
+        for rel in relpaths:
+            for part in (*self.root.parts[len(existing.parts) :], *self._parts(rel)):
+                if len(os.fsencode(part)) > longest:
+                    raise OutputError(
+                        f"{self.root / rel}: error: file name too long ({len(os.fsencode(part))} bytes; "
+                        f"this file system takes at most {longest})"
+                    )
 
     def _check_path(self, rel: str, directory: bool) -> None:
         parts = self._parts(rel)
@@ -151,11 +174,22 @@ class OutputDir:
                 continue
             if path.is_dir():
                 raise OutputError(f"{path}: error: is a directory, where nlndl writes a file")
+            if os.path.realpath(path) in self.inputs:
+                raise OutputError(
+                    f"{path}: error: is an input of this run; nlndl never writes over its own inputs: "
+                    "choose another output directory"
+                )
             self._check_owned(rel, path)
 
     def _check_owned(self, rel: str, path: Path) -> None:
         if rel in self.adopted:
             return
+        other = self.writers.get(rel)
+        if other is not None and self.writer is not None and other != self.writer:
+            raise OutputError(
+                f"{path}: error: written by nlndl {other}, and nlndl {self.writer} writes a file of the same name "
+                "with other contents; refusing to replace it: give the two commands different output directories"
+            )
         recorded = self.files.get(rel)
         if recorded is None:
             raise OutputError(
@@ -183,13 +217,16 @@ class OutputDir:
             self.root.mkdir(parents=True, exist_ok=True)
             self._remove_stale_staging()
             staging = Path(tempfile.mkdtemp(dir=self.root, prefix=f"{STAGING}{os.getpid()}-"))
+            (staging / STAGING_MARK).write_text(f"nlndl's staging directory, process {os.getpid()}\n")
         except OSError as exc:
             raise OutputError(f"{self.root}: error: cannot create the output directory: {_reason(exc)}") from None
         try:
             try:
                 write(staging)
                 staged = sorted(
-                    p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file() or p.is_symlink()
+                    p.relative_to(staging).as_posix()
+                    for p in staging.rglob("*")
+                    if (p.is_file() or p.is_symlink()) and p != staging / STAGING_MARK
                 )
                 hashes = {}
                 for name in staged:
@@ -203,6 +240,7 @@ class OutputDir:
                 extra = sorted(set(staged) - set(expected))
                 raise OutputError(f"{self.root}: error: nlndl would write unplanned files {extra[:3]}")
             self.check(staged)
+            done: list[str] = []
             try:
                 for name in staged:
                     target = self.root / name
@@ -211,8 +249,15 @@ class OutputDir:
                         if not directory.exists():
                             directory.mkdir()
                             self.dirs.add(parent.as_posix())
-                    os.replace(staging / name, target)
+                    try:
+                        os.replace(staging / name, target)
+                    except OSError as exc:
+                        raise OutputError(self._cut_short(name, exc, done, staged)) from None
                     self.files[name] = hashes[name]
+                    if self.writer is not None:
+                        self.writers[name] = self.writer
+                    done.append(name)
+                self.mixed = {}
             except OSError as exc:
                 raise OutputError(f"{self.root}: error: cannot write the output: {_reason(exc)}") from None
             finally:
@@ -221,13 +266,40 @@ class OutputDir:
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 
+    def _cut_short(self, name: str, exc: OSError, done: list[str], staged: list[str]) -> str:
+        """The message of a publish whose rename of ``name`` failed after ``done`` were renamed: which files are
+        new and which old. The manifest records the mixture until a later publish completes, and
+        :meth:`mixed_note` says it on the next run."""
+        old = [n for n in staged if n not in done and (self.root / n).exists()]
+        if done:
+            self.mixed = {"new": list(done), "old": old}
+        mixed = (
+            f"; the output is now mixed: {', '.join(done)} new, {', '.join(old)} from before (recorded in {MANIFEST})"
+            if done
+            else "; nothing was replaced"
+        )
+        return f"{self.root / name}: error: cannot replace it: {_reason(exc)}{mixed}"
+
+    def mixed_note(self) -> str | None:
+        """A warning when an earlier publish into this directory was cut short, leaving new and old files."""
+        if not self.mixed:
+            return None
+        return (
+            f"{self.root}: warning: an earlier run was cut short while writing here: "
+            f"{', '.join(self.mixed.get('new', []))} are from it and {', '.join(self.mixed.get('old', []))} "
+            "from the run before; this run writes the set anew"
+        )
+
     def _remove_stale_staging(self) -> None:
-        """Remove staging directories left by an nlndl process that was killed while publishing (its process id
-        is in the name and no longer runs)."""
+        """Remove staging directories left by an nlndl process that was killed while publishing: its process id
+        is in the name and no longer runs, and its marker file shows that nlndl made it."""
         for path in self.root.glob(f"{STAGING}*"):
             pid = path.name[len(STAGING) :].split("-")[0]
             if not pid.isdigit() or path.is_symlink() or not path.is_dir():
                 continue
+            mark = path / STAGING_MARK
+            if mark.is_symlink() or not mark.is_file():
+                continue  # not nlndl's: a user's directory of the same prefix stays
             try:
                 os.kill(int(pid), 0)
             except ProcessLookupError:
@@ -265,8 +337,11 @@ class OutputDir:
         payload = {
             "nlndl": "files nlndl wrote here, with their SHA-256; nlndl replaces or removes only these",
             "files": dict(sorted(self.files.items())),
+            "writers": {k: v for k, v in sorted(self.writers.items()) if k in self.files},
             "dirs": sorted(self.dirs),
         }
+        if self.mixed:
+            payload["mixed"] = self.mixed
         write_json(self.root / MANIFEST, payload)
 
 

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from nlndl.compiler import ast
@@ -13,6 +15,7 @@ from nlndl.compiler.ground import to_rule
 from nlndl.compiler.ir import CompiledProgram
 from nlndl.compiler.parser import parse_file, parse_text
 from nlndl.compiler.symbols import SymbolTable
+from nlndl.datalog import Names
 
 
 def read_rules(path: Path, program: CompiledProgram, memory_limit: int | None = None) -> list[Rule]:
@@ -38,7 +41,9 @@ def checked_rules(sketch: ast.Sketch, program: CompiledProgram, path: str) -> li
     for span, what in sketch.learning_directives() + examples:
         diags.error(span, f"{what} in a rules file (it may hold rules and declarations only)")
     rules = []
+    unmangle = exported_names(program)
     for clause in (c for w in sketch.worlds for c in w.clauses):
+        clause = unmangle(clause)
         if not clause.body:
             diags.error(clause.span, "a fact in a rules file: facts come from the sketch")
             continue
@@ -49,6 +54,24 @@ def checked_rules(sketch: ast.Sketch, program: CompiledProgram, path: str) -> li
     if diags:
         raise CompileError(diags)
     return rules
+
+
+def exported_names(program: CompiledProgram) -> Callable[[ast.Clause], ast.Clause]:
+    """A clause with each relation name that export changed for Soufflé/clingo (``Gp`` written ``r_Gp``, see
+    :class:`nlndl.datalog.Names`) read back as the sketch's name, so that nlndl's own output checks."""
+    back = {new: old for old, new in Names.for_program(program).forward.items() if new != old}
+    back = {new: old for new, old in back.items() if new not in program.relations}
+
+    def atom(a: ast.Atom) -> ast.Atom:
+        return replace(a, predicate=back[a.predicate]) if a.predicate in back else a
+
+    def clause(c: ast.Clause) -> ast.Clause:
+        if not back:
+            return c
+        body = tuple(replace(lit, atom=atom(lit.atom)) for lit in c.body)
+        return replace(c, head=atom(c.head), body=body)
+
+    return clause
 
 
 def _rule_ok(clause, program: CompiledProgram, diags: Diagnostics) -> bool:

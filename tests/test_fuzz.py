@@ -44,7 +44,24 @@ def test_mutated_bundled_sketches_never_traceback(seed, which, tmp_path):
     _no_traceback(fuzz.Case(fuzz.mutate(CORPUS[which], rng), origin="mutation"), tmp_path)
 
 
+@settings(
+    max_examples=100, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_triple_directories_never_traceback_or_touch_a_users_files(seed, tmp_path):
+    import random
+
+    case = fuzz.kg_case(random.Random(seed))
+    outcome = fuzz.run_case(case, tmp_path, INVOKE)
+    assert outcome["error"] is None, f"{outcome['error']}\n--- target {case.target!r} {case.options} ---\n{case.graph}"
+    assert set(outcome["codes"]) <= {0, 1, 2}
+
+
 def test_the_stream_is_seeded():
-    first = [c.sketch for c, _ in zip(fuzz.cases(3, CORPUS), range(20), strict=False)]
-    again = [c.sketch for c, _ in zip(fuzz.cases(3, CORPUS), range(20), strict=False)]
-    assert first == again and len(set(first)) > 15
+    def drawn() -> list:
+        return [
+            (c.sketch, sorted((c.graph or {}).items())) for c, _ in zip(fuzz.cases(3, CORPUS), range(20), strict=False)
+        ]
+
+    first = drawn()
+    assert first == drawn() and len({repr(f) for f in first}) > 15

@@ -195,20 +195,68 @@ def seed_sketches(examples: Path) -> list[str]:
     return sorted(texts, key=len)[:30]
 
 
+# Knowledge graphs: names that clash once made identifiers, that engines reserve, that no file system takes
+RELATION_NAMES = [
+    "parent", "gp", "a-b", "a_b", "Gp", "Term0", "_x", "1abc", "/film/actor", "_film_actor", "not", "count",
+    "sum", "min", "match", "range", "symbol", "number", "sketch", "facts", "rules", "aunt", "aunt_fact",
+    "r" * 300, "has space", 'quo"te', "back\\slash", "\u00e9t\u00e9", "\u0663", "x.y", "é", "😀",
+]  # fmt: skip
+ENTITY_NAMES = ["a", "b", "c", "d", "e", "A", "_", "1", "-3", "x y", 'q"', "\\", "\u00e9", "n" * 200, "f", "g"]
+
+
+def graph_files(rng: random.Random) -> tuple[dict[str, bytes], list[str]]:
+    """A triple directory: facts.txt, train.txt and some of valid.txt, test.txt, entities.txt, with hostile
+    names, encodings (a BOM, CRLF, Latin-1 bytes, NUL), missing fields and sizes from empty to a few dozen;
+    and the relations drawn."""
+    relations = rng.sample(RELATION_NAMES, k=rng.randint(1, 4))
+    entities = rng.sample(ENTITY_NAMES, k=rng.randint(1, 8))
+
+    def rows(count: int) -> list[str]:
+        return [f"{rng.choice(entities)}\t{rng.choice(relations)}\t{rng.choice(entities)}" for _ in range(count)]
+
+    files = {"facts.txt": rows(rng.randint(0, 30)), "train.txt": rows(rng.randint(1, 12))}
+    for name in ("valid.txt", "test.txt"):
+        if rng.random() < 0.5:
+            files[name] = rows(rng.randint(0, 6))
+    if rng.random() < 0.2:
+        files["entities.txt"] = rng.sample(entities, k=rng.randint(0, len(entities)))
+    out = {}
+    for name, lines in files.items():
+        if lines and rng.random() < 0.2:  # a malformed line
+            spot = rng.randrange(len(lines))
+            lines[spot] = rng.choice(["a\tb", "a\t\tb", "a\tb\tc\td", "", " ", "\t\t", lines[spot] + "\x00"])
+        text = "".join(line + rng.choice(["\n", "\n", "\r\n"]) for line in lines)
+        raw = text.encode("utf-8")
+        if rng.random() < 0.15:
+            raw = b"\xef\xbb\xbf" + raw  # a byte-order mark
+        if rng.random() < 0.05:
+            raw = text.encode("latin-1", errors="replace")
+        out[name] = raw
+    return out, relations
+
+
 @dataclass
 class Case:
-    """One fuzz input: a sketch, optionally a rules file to check against it, and a facts file it may read."""
+    """One fuzz input: a sketch, optionally a rules file to check against it, and a facts file it may read; or a
+    knowledge graph's triple files (``graph``) for ``kg sketch`` and, with ``kg_train``, ``kg train``."""
 
     sketch: str
     rules: str | None = None
     facts: bytes | None = None
     origin: str = "grammar"
+    graph: dict[str, bytes] | None = None
+    target: str = ""
+    kg_train: bool = False
+    options: list[str] = field(default_factory=list)
 
 
 def cases(seed: int, corpus: list[str]) -> Iterator[Case]:
     """An endless, seeded stream of inputs: grammar-drawn and mutated sketches in turn, some with rules or facts."""
     rng = random.Random(seed)
     while True:
+        if rng.random() < KG_SHARE:
+            yield kg_case(rng)
+            continue
         if rng.random() < 0.5 or not corpus:
             case = Case(grammar_sketch(rng))
         else:
@@ -222,9 +270,69 @@ def cases(seed: int, corpus: list[str]) -> Iterator[Case]:
         yield case
 
 
+KG_SHARE = 0.3  # of the inputs, knowledge graphs
+KG_TRAIN_SHARE = 0.3  # of those, also run through kg train (a few iterations)
+
+
+def kg_case(rng: random.Random) -> Case:
+    """A knowledge-graph input: its triple files, the relation to learn and the options of ``kg sketch``."""
+    graph, relations = graph_files(rng)
+    target = rng.choice(relations) if rng.random() < 0.8 else rng.choice([*RELATION_NAMES, "ghost"])
+    options = []
+    if rng.random() < 0.3:
+        options += ["--negatives", rng.choice(["0", "1", "3", "1000000000", "99999999999999999999"])]
+    if rng.random() < 0.2:
+        options += ["--seed", rng.choice(["0", "7", str(2**63 - 1), str(2**64), "-1"])]
+    if rng.random() < 0.1:
+        options += ["--memory-limit", rng.choice(["1KiB", "100", "2GiB", "inf", "0"])]
+    return Case("", graph=graph, target=target, kg_train=rng.random() < KG_TRAIN_SHARE, options=options, origin="kg")
+
+
+USER_FILES = {"notes.txt": b"mine\n", ".nlndl-staging-999999-notes/n.txt": b"mine too\n"}  # a user had these
+
+
+def run_kg_case(case: Case, workdir: Path, invoke: Callable[[list[str]], tuple[int, BaseException | None]]) -> dict:
+    """Write ``case``'s triple files under ``workdir`` and run ``kg sketch`` (and ``kg train``) into output
+    directories that already hold a user's files; those, and the triple files, must be left as they were."""
+    import shutil
+
+    data, out, trained = workdir / "kg", workdir / "out", workdir / "trained"
+    for path in (data, out, trained):
+        shutil.rmtree(path, ignore_errors=True)
+    data.mkdir(parents=True)
+    for name, raw in (case.graph or {}).items():
+        (data / name).write_bytes(raw)
+    for root in (out, trained):
+        for name, raw in USER_FILES.items():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_bytes(raw)
+    before = {p: p.read_bytes() for p in data.iterdir()}
+    runs = [["kg", "sketch", str(data), "--target", case.target, "-o", str(out), *case.options]]
+    if case.kg_train:
+        runs.append(["kg", "train", str(data), "-D", str(trained), "--max-iters", "3", "--time-limit", "1", "-q",
+                     *case.options])  # fmt: skip
+    outcome: dict[str, Any] = {"codes": [], "error": None}
+    for args in runs:
+        code, exc = invoke(args)
+        outcome["codes"].append(code)
+        if exc is not None:
+            outcome["error"] = "".join(traceback.format_exception(exc))[-2000:]
+            break
+    changed = [str(p) for p, raw in before.items() if not p.is_file() or p.read_bytes() != raw]
+    for root in (out, trained):
+        changed += [str(root / n) for n, raw in USER_FILES.items() if not (root / n).is_file() or
+                    (root / n).read_bytes() != raw]  # fmt: skip
+    if changed and outcome["error"] is None:
+        outcome["error"] = f"files changed that nlndl must leave alone: {changed}"
+    return outcome
+
+
 def run_case(case: Case, workdir: Path, invoke: Callable[[list[str]], tuple[int, BaseException | None]]) -> dict:
     """Write ``case`` under ``workdir`` and run ``nlndl compile`` (and ``nlndl check`` with its rules) through
-    ``invoke``, which returns an exit code and the exception that escaped, if any."""
+    ``invoke``, which returns an exit code and the exception that escaped, if any; a knowledge-graph case
+    runs ``kg sketch`` / ``kg train`` instead (:func:`run_kg_case`)."""
+    if case.graph is not None:
+        return run_kg_case(case, workdir, invoke)
     sketch = workdir / "sketch.dl"
     sketch.write_text(case.sketch, errors="surrogateescape")
     if case.facts is not None:
@@ -258,7 +366,7 @@ def _outcome(result) -> tuple[int, BaseException | None]:
     exc = result.exception
     if isinstance(exc, SystemExit):
         exc = None
-    if exc is None and result.exit_code not in (0, 1):
+    if exc is None and result.exit_code not in (0, 1, 2):  # 2: a usage error, said as such
         exc = RuntimeError(f"exit code {result.exit_code}: {result.output[-500:]}")
     return result.exit_code, exc
 

@@ -21,6 +21,7 @@ from scipy import sparse
 
 from nlndl.compiler.triples import SPLITS
 from nlndl.distributed import process_rank
+from nlndl.errors import JobError
 from nlndl.kg import KNOWN, MIN_SUPPORT, Graph, KGConfig, RelationRules, checked_relations, confidence, learn_graph
 from nlndl.ranking import Metrics, metrics, noisy_or, ranks
 
@@ -47,6 +48,18 @@ def path_rules(graph: Graph, target: str) -> list[tuple[str, sparse.csr_matrix, 
                 first, second = t1.replace("Y", "Z"), t2.replace("X", "Z")
                 out.append((f"{target}(X,Y) :- {first}, {second}", body, conf))
     return out
+
+
+def tested_relations(graph: Graph, relations: list[str], directory: Path) -> list[str]:
+    """Those of ``relations`` with test triples: the others have nothing to rank (JobError, before any work,
+    when none has)."""
+    tested = [r for r in relations if graph.splits["test"].get(r)]
+    if not tested:
+        raise JobError(
+            f"{directory / 'test.txt'}: error: no test triples of {', '.join(repr(r) for r in relations[:5])}"
+            f"{' ...' if len(relations) > 5 else ''}: nothing to rank"
+        )
+    return tested
 
 
 def evaluate_rules(graph: Graph, target: str, rules: list[tuple[sparse.csr_matrix, float]]) -> Metrics:
@@ -113,8 +126,9 @@ def run(
     torchrun the relations are learned by all processes and ranked on rank 0 (None on the others). ``graph``:
     the one in ``directory``, if already read."""
     started = time.perf_counter()
-    graph = graph if graph is not None else Graph.read(directory)
-    chosen = checked_relations(graph, relations, directory)
+    graph = graph if graph is not None else Graph.read(directory, config.memory_limit)
+    every = checked_relations(graph, relations, directory)
+    chosen = tested_relations(graph, every, directory)
     learned: dict[str, RelationRules] = {}
     if learn:
         tell = (lambda i, count, r, done: progress(r) if done is not None else None) if progress else None
@@ -141,6 +155,7 @@ def run(
             nln_all.append(found)
             alone_all.append(own["program"])
         rows.append(row)
+    rows += [{"relation": r, "test": 0, "note": "no test triples"} for r in every if r not in chosen]
     out = {"data": directory.name, "relations": rows, "baseline": metrics(np.concatenate(base_all)).to_json()}
     out["processes"] = process_rank(config.device).size
     out["seconds"] = round(time.perf_counter() - started, 1)
@@ -168,6 +183,10 @@ def markdown(report: dict[str, Any]) -> str:
         return [f"{m['mrr']:.3f}", f"{m['hits@1']:.3f}", f"{m['hits@10']:.3f}"]
 
     for row in report["relations"]:
+        if not row["test"]:
+            width = head.count("|") - 3
+            lines.append("| " + " | ".join([row["relation"], "0", "no test triples", *[""] * (width - 1)]) + " |")
+            continue
         line = [row["relation"], str(row["test"]), *cells(row["baseline"])]
         if learn:
             own = row["nlndl"]

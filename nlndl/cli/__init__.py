@@ -1,13 +1,16 @@
 """The ``nlndl`` command line: one verb per job, each a thin module that reads options, calls the library
 (:mod:`nlndl.jobs`, :mod:`nlndl.bench`) and prints.
 
-Exit codes: 0 success, 1 diagnostics or a failed job, 2 usage errors, 3 an internal error (a bug), 130 Ctrl-C.
+Exit codes: 0 success, 1 diagnostics or a failed job, 2 usage errors, 3 an internal error (a bug), 130 Ctrl-C,
+143 SIGTERM (both after saving the checkpoint).
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 from typing import Annotated
 
 import typer
@@ -16,6 +19,7 @@ from nlndl import __version__
 from nlndl.allocator import keep_freed_memory, share_cpu
 from nlndl.cli import bench, ilp, kg, ldpc  # noqa: F401  (each module registers its commands)
 from nlndl.cli.common import app, stdout
+from nlndl.errors import Terminated
 from nlndl.output import OutputError
 
 __all__ = ["app", "main"]
@@ -35,8 +39,20 @@ def root(
     ] = False,
 ) -> None:
     """Learn explicit, verifiable Datalog programs with Neural Logic Networks."""
+    stop_on_sigterm()  # SIGTERM stops a run as Ctrl-C does: checkpoint saved, then exit 143
     keep_freed_memory()  # this process only: step temporaries reuse heap memory instead of fresh pages
     share_cpu()  # idle OpenMP threads sleep: a busy machine costs a run no more than its share
+
+
+def stop_on_sigterm() -> None:
+    """Raise :class:`Terminated` (a KeyboardInterrupt) on SIGTERM, so that a terminated run stops as on Ctrl-C."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise Terminated()
+
+    signal.signal(signal.SIGTERM, handler)
 
 
 def main() -> None:
@@ -44,9 +60,9 @@ def main() -> None:
     never a traceback (``NLNDL_TRACEBACK=1`` shows one for an internal error)."""
     try:
         app()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         typer.echo("interrupted", err=True)
-        sys.exit(130)
+        sys.exit(143 if isinstance(exc, Terminated) else 130)
     except MemoryError:
         typer.echo("error: out of memory (lower --memory-limit so that nlndl refuses such work up front)", err=True)
         sys.exit(1)

@@ -19,13 +19,15 @@ from nlndl.cli.common import (
     check_outputs,
     device_option,
     fail,
+    finite,
     numbers,
     publish_report,
     reported,
+    size_option,
     stdout,
     usage,
 )
-from nlndl.defaults import KG_NOISE, KG_TIME_LIMIT, MAX_ITERS
+from nlndl.defaults import COMPILE_MEMORY, KG_NOISE, KG_TIME_LIMIT, MAX_ITERS, MAX_SEED
 from nlndl.output import write_bytes_atomic, write_json
 from nlndl.progress import progress_bar, status_line
 
@@ -49,7 +51,7 @@ def bench_ilp(
         typer.Option(help="dilp_tasks.json for the published rates; default: the copy in EXAMPLES/dilp."),
     ] = None,
     max_iters: Annotated[int, typer.Option(min=1, help="Iteration limit per run.")] = MAX_ITERS,
-    time_limit: Annotated[float | None, typer.Option(min=0.0, help="Seconds per run.")] = None,
+    time_limit: Annotated[float | None, typer.Option(min=0.0, callback=finite, help="Seconds per run.")] = None,
     device: Annotated[str, typer.Option(help="cpu or cuda: where every run trains.")] = "cpu",
     jobs: Annotated[
         int,
@@ -85,9 +87,9 @@ def bench_ilp(
 @reported
 def bench_scale(
     sizes: Annotated[str, typer.Option(help="People in the random forest, comma-separated.")] = "100,300,1000",
-    seed: Annotated[int, typer.Option(min=0, help="Seed of the forest and of training.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Seed of the forest and of training.")] = 0,
     train: Annotated[bool, typer.Option("--train/--no-train", help="Also train each size.")] = True,
-    time_limit: Annotated[float, typer.Option(min=1.0, help="Seconds of training per size.")] = 600.0,
+    time_limit: Annotated[float, typer.Option(min=1.0, callback=finite, help="Seconds of training per size.")] = 600.0,
     json_path: JsonPath = None,
     plot_path: Annotated[Path | None, typer.Option("--plot", help="Compile and train time against N, log-log.")] = None,
     quiet: QuietOption = False,
@@ -134,7 +136,7 @@ def bench_shard(
         int | None, typer.Option(min=1, help="Restarts of both runs (default: each fits its own).")
     ] = None,
     layout: LayoutOption = LayoutKind.auto,
-    seed: Annotated[int, typer.Option(min=0, help="Seed of both runs.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Seed of both runs.")] = 0,
     json_path: JsonPath = None,
 ) -> None:
     """Train one sketch with 1 process and with N sharing its examples (torchrun), side by side: time per
@@ -155,7 +157,7 @@ def bench_noise(
     ] = None,
     levels: Annotated[str, typer.Option(help="Fractions of labels flipped, comma-separated.")] = "0,0.05,0.1,0.2,0.3",
     seeds: Annotated[int, typer.Option(min=1, help="Seeds per task and level (each flips and trains).")] = 10,
-    time_limit: Annotated[float, typer.Option(min=1.0, help="Seconds of training per run.")] = 60.0,
+    time_limit: Annotated[float, typer.Option(min=1.0, callback=finite, help="Seconds of training per run.")] = 60.0,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write every run as JSON.")] = None,
     plot_path: Annotated[Path | None, typer.Option("--plot", help="Runs right against the noise.")] = None,
     examples: Examples = Path("examples/ilp"),
@@ -184,25 +186,38 @@ def bench_kg(
     directory: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="A graph in the Neural LP layout.")],
     relations: KGRelations = None,
     learn: Annotated[bool, typer.Option("--learn/--baseline-only", help="Also learn each relation with nlndl.")] = True,
-    seed: Annotated[int, typer.Option(min=0, help="Seed of the negatives, the subgraph and training.")] = 0,
+    seed: Annotated[
+        int, typer.Option(min=0, max=MAX_SEED, help="Seed of the negatives, the subgraph and training.")
+    ] = 0,
     time_limit: KGTimeOption = KG_TIME_LIMIT,
     noise: KGNoiseOption = KG_NOISE,
     subgraph: SubgraphOption = None,
     device: Annotated[str, typer.Option(help="cpu, cuda or cuda:N: where each relation is trained.")] = "cpu",
+    memory_limit: Annotated[
+        str, typer.Option(help="Refuse triple files or sketches larger than this.")
+    ] = COMPILE_MEMORY,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the figures and rules as JSON.")] = None,
     quiet: QuietOption = False,
 ) -> None:
     """Knowledge-graph completion on test.txt (filtered MRR, Hits@1/10, both directions, mean-rank ties): the
     path-rule baseline and nlndl's learned clauses, each ranking by rule confidence, side by side."""
     from nlndl.bench import kg
+    from nlndl.compiler.triples import split_path
     from nlndl.kg import Graph, KGConfig, checked_relations
 
     check_outputs(json_path)
-    if not (directory / "facts.txt").is_file() or not (directory / "test.txt").is_file():
-        fail(f"{directory}: error: needs facts.txt, train.txt and test.txt (the Neural LP layout)")
-    config = KGConfig(seed=seed, time_limit=time_limit, noise=noise, subgraph=subgraph, device=device_option(device))
-    graph = Graph.read(directory)
-    total = len(checked_relations(graph, relations, directory))
+    if not split_path(directory, "train").is_file() or not split_path(directory, "test").is_file():
+        fail(f"{directory}: error: needs train.txt and test.txt (and facts.txt in the Neural LP layout)")
+    config = KGConfig(
+        seed=seed,
+        time_limit=time_limit,
+        noise=noise,
+        subgraph=subgraph,
+        device=device_option(device),
+        memory_limit=size_option(memory_limit),
+    )
+    graph = Graph.read(directory, config.memory_limit)
+    total = len(kg.tested_relations(graph, checked_relations(graph, relations, directory), directory))
     with progress_bar(total, quiet) as tell:
         report = kg.run(directory, relations or None, config, learn, tell, graph)
     if report is not None:  # None: a torchrun rank other than 0
@@ -213,7 +228,7 @@ def bench_kg(
 @reported
 def bench_fuzz(
     inputs: Annotated[int, typer.Option(min=1, help="Fuzz inputs to run.")] = 10_000,
-    seed: Annotated[int, typer.Option(min=0, help="Seed of the input stream.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Seed of the input stream.")] = 0,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the summary and failures as JSON.")] = None,
     examples: Annotated[Path, typer.Option(help="Bundled sketches to mutate.")] = Path("examples/ilp"),
     quiet: QuietOption = False,

@@ -4,6 +4,7 @@ turning of a library error into a one-line message and an exit code."""
 from __future__ import annotations
 
 import functools
+import math
 import sys
 from collections.abc import Callable
 from enum import StrEnum
@@ -65,6 +66,14 @@ def reported(command: Callable) -> Callable:
             fail(str(exc))
 
     return run
+
+
+def finite(value: float | None) -> float | None:
+    """A number option's callback: NaN and infinity are refused as usage errors (exit 2), so that no record holds
+    a value that JSON cannot carry."""
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"{value} is not a finite number")
+    return value
 
 
 def size_option(text: str, option: str = "--memory-limit") -> int:
@@ -161,10 +170,17 @@ SubgraphOption = Annotated[
         "examples (seeded); the rules are verified on the whole world.",
     ),
 ]
-KGTimeOption = Annotated[float, typer.Option("--time-limit", min=1.0, help="Seconds of training per relation.")]
+KGTimeOption = Annotated[
+    float, typer.Option("--time-limit", min=1.0, callback=finite, help="Seconds of training per relation.")
+]
 KGNoiseOption = Annotated[
     float | None,
-    typer.Option(min=0.0, max=0.5, help="Accept a relation's rules wrong on at most this fraction of each class."),
+    typer.Option(
+        min=0.0,
+        max=0.5,
+        callback=finite,
+        help="Accept a relation's rules wrong on at most this fraction of each class.",
+    ),
 ]
 KGRelations = Annotated[
     list[str] | None, typer.Option("--relation", help="A relation to learn (repeatable); default: every one.")

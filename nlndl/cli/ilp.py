@@ -20,13 +20,23 @@ from nlndl.cli.common import (
     SubgraphOption,
     app,
     device_option,
+    finite,
     reported,
     saved,
     size_option,
     subgraph_line,
     warn,
 )
-from nlndl.defaults import CLASS_WEIGHTS, COMPILE_MEMORY, MAX_ITERS, MAX_NOISE, MAX_STEPS, NOISE_PATIENCE, TRAIN_MEMORY
+from nlndl.defaults import (
+    CLASS_WEIGHTS,
+    COMPILE_MEMORY,
+    MAX_ITERS,
+    MAX_NOISE,
+    MAX_SEED,
+    MAX_STEPS,
+    NOISE_PATIENCE,
+    TRAIN_MEMORY,
+)
 from nlndl.errors import Interrupted
 
 Sketch = Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="The program sketch (.dl).")]
@@ -58,7 +68,7 @@ def compile_command(
         int | None, typer.Option(min=1, max=MAX_STEPS, help="Forward-chaining steps (default: derived).")
     ] = None,
     background: Background = None,
-    seed: Annotated[int, typer.Option(min=0, help="Seed of sampled closed-world negatives.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Seed of sampled closed-world negatives.")] = 0,
     layout: LayoutOption = LayoutKind.auto,
     subgraph: SubgraphOption = None,
 ) -> None:
@@ -67,7 +77,7 @@ def compile_command(
     from nlndl.show import show_depgraph, show_ir, show_strata
 
     limit = size_option(memory_limit)
-    target = jobs.output_dir(output) if output is not None else None
+    target = jobs.output_dir(output, writer="compile") if output is not None else None
     program = jobs.compile_program(
         sketch,
         fact_dir,
@@ -107,7 +117,7 @@ def train_command(
     output_dir: Annotated[
         Path, typer.Option("-D", "--output-dir", help="Where to write <name>.dl, <name>.lp and <name>.json.")
     ] = Path("nlndl-out"),
-    seed: Annotated[int, typer.Option(min=0, help="Random seed (same seed, same result on CPU).")] = 0,
+    seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Random seed (same seed, same result on CPU).")] = 0,
     restarts: Annotated[
         int | None,
         typer.Option(
@@ -117,7 +127,9 @@ def train_command(
         ),
     ] = None,
     max_iters: Annotated[int, typer.Option(min=1, help="Iteration limit.")] = MAX_ITERS,
-    time_limit: Annotated[float | None, typer.Option(min=0.0, help="Wall-clock limit in seconds.")] = None,
+    time_limit: Annotated[
+        float | None, typer.Option(min=0.0, callback=finite, help="Wall-clock limit in seconds.")
+    ] = None,
     steps: Annotated[
         int | None, typer.Option(min=1, max=MAX_STEPS, help="Forward-chaining steps (default: the sketch's).")
     ] = None,
@@ -145,6 +157,7 @@ def train_command(
         typer.Option(
             min=0.0,
             max=MAX_NOISE,
+            callback=finite,
             help="Labels may be wrong: accept rules that clingo finds wrong on at most this fraction of the "
             "training examples (fewest mistakes, then fewest literals; stops once the best has not improved "
             f"for {NOISE_PATIENCE} iterations). Default: the sketch's .noise, else none.",
@@ -155,6 +168,7 @@ def train_command(
         typer.Option(
             min=0.0,
             max=MAX_NOISE,
+            callback=finite,
             help="Hold out this fraction of each class of examples (drawn with --seed) and report the rules' "
             "precision, recall and F1 on them, by clingo.",
         ),
@@ -198,7 +212,7 @@ def train_command(
             run = plan.run(progress)
     except Interrupted as exc:
         typer.echo(str(exc), err=True)
-        raise typer.Exit(130) from None
+        raise typer.Exit(exc.code) from None
     result, stem = run.result, run.stem
     if not plan.leader:  # rank 0's exit code is torchrun's
         raise typer.Exit(0)

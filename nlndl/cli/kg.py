@@ -20,8 +20,10 @@ from nlndl.cli.common import (
     kg_app,
     reported,
     size_option,
+    warn,
 )
-from nlndl.defaults import COMPILE_MEMORY, KG_NEGATIVES, KG_NOISE, KG_TIME_LIMIT, KG_VARS, MAX_ITERS
+from nlndl.defaults import COMPILE_MEMORY, KG_NEGATIVES, KG_NOISE, KG_TIME_LIMIT, KG_VARS, MAX_ITERS, MAX_SEED
+from nlndl.errors import Interrupted
 
 
 @kg_app.command("sketch")
@@ -33,7 +35,7 @@ def kg_sketch_command(
     target: Annotated[str, typer.Option(help="The relation to learn.")],
     output: Annotated[Path, typer.Option("-o", "--output", help="Write sketch.dl and the .facts files here.")],
     negatives: Annotated[int, typer.Option(min=0, help="Corrupted triples per positive, as negatives.")] = KG_NEGATIVES,
-    seed: Annotated[int, typer.Option(min=0, help="Seed of the corruptions.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Seed of the corruptions.")] = 0,
     vars_: Annotated[int, typer.Option("--vars", min=2, max=6, help="Variables of the learned clauses.")] = KG_VARS,
     memory_limit: Annotated[str, typer.Option(help="Refuse triple files larger than this to read.")] = COMPILE_MEMORY,
 ) -> None:
@@ -57,7 +59,7 @@ def kg_train_command(
     ],
     output: Annotated[Path, typer.Option("-D", "--output-dir", help="Write rules.dl, rules.lp and facts here.")],
     relations: KGRelations = None,
-    seed: Annotated[int, typer.Option(min=0, help="Seed of the negatives and of training.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Seed of the negatives and of training.")] = 0,
     time_limit: KGTimeOption = KG_TIME_LIMIT,
     noise: KGNoiseOption = KG_NOISE,
     negatives: Annotated[int, typer.Option(min=1, help="Corrupted triples per positive, as negatives.")] = KG_NEGATIVES,
@@ -68,6 +70,9 @@ def kg_train_command(
     ] = COMPILE_MEMORY,
     max_iters: Annotated[int, typer.Option(min=1, help="Iteration limit per relation.")] = MAX_ITERS,
     device: Annotated[str, typer.Option(help="cpu, cuda or cuda:N.")] = "cpu",
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue an interrupted run from the relations it kept in OUT.")
+    ] = False,
     json_out: JsonOption = False,
     quiet: QuietOption = False,
 ) -> None:
@@ -84,13 +89,18 @@ def kg_train_command(
         seed, time_limit, noise, negatives, vars_, subgraph, size_option(memory_limit), max_iters, device_option(device)
     )
 
+    started: set[str] = set()
+
     def tell(i: int, count: int, relation: str, learned: object | None) -> None:
         if quiet or json_out:
             return
         if learned is None:
+            started.add(relation)
             typer.echo(f"[{i + 1}/{count}] {relation}: learning (up to {time_limit:g} s) ...")
             return
         verdict = "accepted" if learned.result.accepted else "best found"
+        if relation not in started:
+            verdict = f"{verdict} (kept from the interrupted run)"
         score = learned.result.score
         typer.echo(
             f"[{i + 1}/{count}] {relation}: {verdict} in {learned.seconds:.0f} s, precision "
@@ -100,7 +110,12 @@ def kg_train_command(
         for rule, conf in learned.program:
             typer.echo(f"    {render(rule)}  % confidence {conf:.3f}")
 
-    done = jobs.train_kg(directory, output, relations, config, tell)
+    try:
+        done = jobs.train_kg(directory, output, relations, config, tell, resume)
+    except Interrupted as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(exc.code) from None
+    warn(done.notes)
     if not done.files:  # a torchrun rank other than 0
         return
     if json_out:

@@ -11,7 +11,7 @@ import typer
 from rich.table import Table
 
 from nlndl.cli.common import JsonOption, ldpc_app, numbers, reported, saved, size_option, stdout, usage
-from nlndl.defaults import LDPC_BATCH, LDPC_CODE, LDPC_ITERATIONS, LDPC_STEPS, TRAIN_MEMORY
+from nlndl.defaults import LDPC_BATCH, LDPC_CODE, LDPC_ITERATIONS, LDPC_STEPS, MAX_SEED, TRAIN_MEMORY
 
 GENERATED = ",".join(map(str, LDPC_CODE))
 MatrixOption = Annotated[
@@ -60,7 +60,7 @@ def ldpc_compile(
 
     if (matrix is None) == (generate is None):
         usage("give exactly one of --matrix FILE or --generate N,DV,DC")
-    target = jobs.output_dir(output) if output is not None else None
+    target = jobs.output_dir(output, writer="ldpc compile") if output is not None else None
     graph = _code(matrix, generate, seed)
     summary = saved(graph.summary(), target, graph.save)
     if json_summary:
@@ -88,7 +88,7 @@ def ldpc_train(
     iterations: Annotated[
         int, typer.Option(min=1, help="Message-passing iterations while training.")
     ] = LDPC_ITERATIONS,
-    seed: Annotated[int, typer.Option(min=0, help="Seed of the weights and the training codewords.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Seed of the weights and the training codewords.")] = 0,
     lr: Annotated[
         float | None, typer.Option(min=1e-9, help="Adam's learning rate (default: nln 0.03, mlp 0.01).")
     ] = None,
@@ -103,7 +103,8 @@ def ldpc_train(
     from nlndl.decoders import DecoderTraining
     from nlndl.progress import status_line
 
-    jobs.output_dir(output, jobs.DECODER_FILES)  # checked before the code is read and the decoder trained
+    # checked before the code is read and the decoder trained
+    jobs.output_dir(output, jobs.DECODER_FILES, writer="ldpc train")
     code = _code(matrix, generate, code_seed, graph)
     training = DecoderTraining(kind=decoder.value, steps=steps, batch=batch, iterations=iterations, seed=seed, lr=lr)
     limit = size_option(memory_limit)
@@ -134,7 +135,7 @@ def ldpc_eval(
     eps: Annotated[str, typer.Option(help="Erasure probabilities, comma-separated.")] = "0.3,0.4",
     iterations: Annotated[str, typer.Option(help="Iteration counts t, comma-separated.")] = "1,2,3,5,10,20,50",
     codewords: Annotated[int, typer.Option(min=1, help="Random codewords per erasure probability.")] = 2000,
-    seed: Annotated[int, typer.Option(min=0, help="Seed of the test codewords and erasures.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Seed of the test codewords and erasures.")] = 0,
     json_summary: JsonOption = False,
 ) -> None:
     """BER and WER of a trained decoder, BP and ML on the same random codewords."""
