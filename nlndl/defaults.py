@@ -25,7 +25,8 @@ KG_NEGATIVES = 2  # corrupted triples per positive
 KG_VARS = 3  # variables of a learned clause
 KG_TIME_LIMIT = 60.0  # seconds of training per relation
 KG_NOISE = 0.1  # accept a relation's rules wrong on at most this fraction of each class
-KG_PATIENCE = MAX_ITERS  # train each relation for its whole time: every clause read out ranks, not only the program
+KG_PATIENCE = MAX_ITERS  # iterations an accepted program may go unimproved: the clause pool decides instead
+KG_POOL_PATIENCE = 400  # iterations without a new clause read out, after which a relation's training stops
 
 # LDPC decoders (nlndl ldpc train, bench ldpc)
 LDPC_CODE = (48, 3, 6)  # n, variable degree, check degree of the generated regular code

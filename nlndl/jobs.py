@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -494,7 +496,7 @@ def evaluate_ldpc_decoder(
         raise JobError(f"error: {exc}") from None
 
 
-KG_FILES = ["rules.dl", "rules.lp", "facts.lp", "rules.json"]
+KG_FILES = ["rules.dl", "rules.lp", "rules.tsv", "facts.lp", "rules.json"]
 
 
 @dataclass
@@ -629,12 +631,13 @@ def train_kg(
     texts = {
         "rules.dl": kg_export.souffle_text(learned, origin),
         "rules.lp": kg_export.clingo_text(learned, origin),
+        "rules.tsv": kg_export.anyburl_text(learned),
         "facts.lp": kg_export.clingo_facts(graph, learned),
         **kg_export.fact_files(graph, learned),
     }
     derived, agree = closure_agrees(graph, learned, texts["rules.lp"] + texts["facts.lp"])
     report = {
-        "data": str(directory),
+        "data": os.path.relpath(Path(directory).resolve(), Path(output).resolve()),  # from the record's directory
         "config": asdict(config),
         "renamed": kg_export.renamed(learned),
         "resumed": sorted(kept),
@@ -653,6 +656,47 @@ def train_kg(
         raise JobError("\n".join(["rules learned (not saved):", *texts["rules.dl"].splitlines(), str(exc)])) from None
     out.remove_tree(KG_CHECKPOINT)
     return KGTraining(learned, derived, agree, [out.root / name for name in texts], report, notes)
+
+
+QUERY = re.compile(r"^\s*(?P<relation>.+?)\(\s*(?P<head>.*?)\s*,\s*(?P<tail>.*?)\s*\)\s*$")
+
+
+def parse_query(text: str) -> tuple[str, str, bool]:
+    """``relation(head, ?)`` or ``relation(?, tail)`` (names may be double-quoted): (relation, entity, whether
+    the tail is asked); ValueError on anything else."""
+    found = QUERY.match(text)
+    if not found:
+        raise ValueError(f"cannot read query {text!r}; write relation(head, ?) or relation(?, tail)")
+    relation, head, tail = (found[g].strip() for g in ("relation", "head", "tail"))
+    head, tail = (x[1:-1] if len(x) >= 2 and x[0] == x[-1] == '"' else x for x in (head, tail))
+    if (head == "?") == (tail == "?"):
+        raise ValueError(f"query {text!r} must ask for exactly one of head and tail with '?'")
+    return relation, (tail if head == "?" else head), head != "?"
+
+
+def predict_kg(output: Path, query: str, k: int = 10, memory_limit: int = DEFAULT_MEMORY_LIMIT) -> list:
+    """The ``k`` best answers to ``query`` by the clauses ``nlndl kg train -D OUTPUT`` wrote, each with the clauses
+    that derive it and their confidences (``nlndl.kg.Prediction``); JobError naming what is missing."""
+    from nlndl.kg import Graph, predict
+
+    relation, entity, tail_asked = parse_query(query)
+    path = Path(output) / "rules.json"
+    try:
+        record = json.loads(path.read_text())
+        relations = {one["relation"]: one for one in record["relations"]}
+        data = Path(output) / record["data"]
+    except FileNotFoundError:
+        raise JobError(f"{path}: error: not found: nlndl kg train -D {output} writes it") from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise JobError(f"{path}:1:1: error: not a record written by nlndl kg train ({exc})") from None
+    if relation not in relations:
+        raise JobError(f"{path}: error: no rules for {relation!r} (learned: {', '.join(sorted(relations)[:10])})")
+    if "sources" not in relations[relation]:
+        raise JobError(f"{path}: error: written by an older nlndl kg train; train again to predict with it")
+    graph = Graph.read(data, memory_limit)
+    if entity not in graph.index:
+        raise JobError(f"{data}: error: no entity {entity!r} in the graph")
+    return predict(graph, relations[relation], entity, tail_asked, k)
 
 
 def closure_agrees(graph: object, learned: list, clingo_program: str) -> tuple[int, bool]:

@@ -30,6 +30,7 @@ from nlndl.defaults import (
     KG_NEGATIVES,
     KG_NOISE,
     KG_PATIENCE,
+    KG_POOL_PATIENCE,
     KG_TIME_LIMIT,
     KG_VARS,
     MAX_ITERS,
@@ -38,7 +39,7 @@ from nlndl.defaults import (
 from nlndl.distributed import gather, process_rank, share
 from nlndl.errors import JobError
 from nlndl.learn import LearnConfig, LearnResult, learn
-from nlndl.ranking import noisy_or
+from nlndl.ranking import aggregate
 from nlndl.runtime.budget import BudgetError
 from nlndl.runtime.train import TrainConfig
 from nlndl.verify import Score
@@ -55,6 +56,7 @@ class Graph:
     index: dict[str, int]
     triples: dict[str, list[Triple]]  # per split, as read
     splits: dict[str, dict[str, list[tuple[int, int]]]] = field(default_factory=dict)
+    matrices: dict[str, sparse.csr_matrix] = field(default_factory=dict, repr=False)  # see relation_matrix
 
     @classmethod
     def read(cls, directory: Path, memory_limit: int | None = None) -> Graph:
@@ -80,12 +82,19 @@ class Graph:
     def pairs(self, relation: str, splits: tuple[str, ...]) -> set[tuple[int, int]]:
         return {p for s in splits for p in self.splits.get(s, {}).get(relation, [])}
 
+    def relation_matrix(self, relation: str) -> sparse.csr_matrix:
+        """The known (facts + train) pairs of ``relation`` as a 0/1 matrix, built once."""
+        cached = self.matrices.get(relation)
+        if cached is None:
+            cached = self.matrices[relation] = self.matrix(self.pairs(relation, KNOWN))
+        return cached
+
     def matrix(self, pairs: set[tuple[int, int]]) -> sparse.csr_matrix:
         n = len(self.entities)
         if not pairs:
-            return sparse.csr_matrix((n, n), dtype=np.int8)
+            return sparse.csr_matrix((n, n), dtype=np.float32)
         h, t = np.array(sorted(pairs)).T
-        return sparse.csr_matrix((np.ones(h.size, dtype=np.int8), (h, t)), shape=(n, n))
+        return sparse.csr_matrix((np.ones(h.size, dtype=np.float32), (h, t)), shape=(n, n))
 
 
 def confidence(body: sparse.csr_matrix, known: sparse.csr_matrix) -> tuple[float, int]:
@@ -95,16 +104,102 @@ def confidence(body: sparse.csr_matrix, known: sparse.csr_matrix) -> tuple[float
     return (support / derived if derived else 0.0), support
 
 
+def boolean(matrix: sparse.spmatrix) -> sparse.csr_matrix:
+    """The nonzero pattern of ``matrix`` as a 0/1 matrix (path counts of any size collapse to 1). Products are
+    taken in float32, whose counts stay positive however many paths join a pair (int8 would wrap at 128)."""
+    out = sparse.csr_matrix(matrix, dtype=np.float32, copy=True)
+    out.eliminate_zeros()
+    out.data = np.ones(out.data.size, dtype=np.float32)
+    return out
+
+
+def chain(rule: Rule) -> list[tuple[str, bool]] | None:
+    """A clause whose body is a path from the head's first variable to its second, ``r(A, B) :- p(A, C),
+    q(C, B)`` with atoms read either way: its atoms in path order, each with whether it is read backwards
+    (``p(C, A)``); None for any other shape (constants, negation, a variable off the path, a repeated one)."""
+    if len(rule.head_args) != 2 or any(kind != "v" for kind, _ in rule.head_args):
+        return None
+    start, end = (value for _, value in rule.head_args)
+    if start == end or not rule.body:
+        return None
+    atoms = list(rule.body)
+    if any(a.negated or len(a.args) != 2 or any(kind != "v" or v == "_" for kind, v in a.args) for a in atoms):
+        return None
+    path, at, seen = [], start, {start}
+    while atoms:
+        step = next((a for a in atoms if at in (a.args[0][1], a.args[1][1])), None)
+        if step is None:
+            return None
+        atoms.remove(step)
+        forward = step.args[0][1] == at
+        other = step.args[1][1] if forward else step.args[0][1]
+        if other == at or (other in seen and other != end) or (other == end and atoms):
+            return None
+        path.append((step.predicate, not forward))
+        seen.add(other)
+        at = other
+    return path if at == end else None
+
+
+def restates(rule: Rule, target: str, sources: dict[str, str]) -> bool:
+    """Whether ``rule`` says only that a known triple of ``target`` holds (``r(A, B) :- r_fact(A, B)``): true of
+    every known pair and of nothing else, so it ranks nothing and is left out of the clauses."""
+    return chain(rule) == [(rule.body[0].predicate, False)] and sources.get(rule.body[0].predicate) == target
+
+
 def rule_pairs(graph: Graph, rules: list[Rule], sources: dict[str, str]) -> list[sparse.csr_matrix]:
-    """Each rule's derived (head, tail) pairs on facts + train, by the crisp evaluator over entity indices;
-    ``sources`` maps the sketch's relation identifiers to the graph's relations they hold."""
-    db = {ident: graph.pairs(relation, KNOWN) for ident, relation in sources.items()}
+    """Each rule's derived (head, tail) pairs on facts + train: a chain-shaped clause (:func:`chain`) as the
+    product of its relations' matrices, any other by the crisp evaluator over entity indices; ``sources`` maps
+    the sketch's relation identifiers to the graph's relations they hold."""
+    db: dict[str, set[tuple[int, int]]] = {}
     out = []
     for rule in rules:
+        path = chain(rule)
+        if path is not None:
+            product = None
+            for predicate, backwards in path:
+                step = graph.relation_matrix(sources[predicate])
+                step = step.T.tocsr() if backwards else step
+                product = step if product is None else boolean(product @ step)
+            out.append(boolean(product))
+            continue
+        for a in rule.body:
+            if a.predicate not in db:
+                db[a.predicate] = graph.pairs(sources[a.predicate], KNOWN)
         alone = Rule("derived__", rule.head_args, rule.body)
         model = evaluate({a.predicate: set(db[a.predicate]) for a in rule.body}, [alone])
         out.append(graph.matrix(set(model.get("derived__", set()))))
     return out
+
+
+class PoolJudge:
+    """Whether a clause read out improves a relation's clause pool: it raises the best confidence with which
+    some known triple of the relation is derived, so that max-aggregation would rank that triple higher. Each
+    clause's pairs and confidence are computed once (by :func:`rule_pairs`) and kept for the ranking."""
+
+    def __init__(self, graph: Graph, target: str, sources: dict[str, str]) -> None:
+        self.graph, self.target, self.sources = graph, target, sources
+        self.known = graph.relation_matrix(target)
+        self.best = np.zeros(self.known.nnz, dtype=np.float64)  # per known pair, in the matrix's order
+        self.pairs: dict[Rule, sparse.csr_matrix] = {}
+
+    def __call__(self, rule: Rule) -> bool:
+        if restates(rule, self.target, self.sources):
+            return False
+        (pairs,) = rule_pairs(self.graph, [rule], self.sources)
+        self.pairs[rule] = pairs
+        conf, support = confidence(pairs, self.known)
+        if support < MIN_SUPPORT:
+            return False
+        better = _hits(self.known, pairs) & (conf > self.best)
+        self.best[better] = conf
+        return bool(better.any())
+
+
+def _hits(known: sparse.csr_matrix, pairs: sparse.csr_matrix) -> np.ndarray:
+    """Per nonzero of ``known`` (in its CSR order), whether ``pairs`` holds that pair too."""
+    rows, cols = known.nonzero()
+    return np.asarray(pairs[rows, cols]).ravel() > 0
 
 
 @dataclass
@@ -123,6 +218,7 @@ class KGConfig:
     device: str = "cpu"
     train_memory: int = TRAIN_MEMORY_BYTES  # each relation's training fitted to it (recomputed steps, fewer restarts)
     noise_patience: int = KG_PATIENCE  # iterations an accepted best may go unimproved before training stops
+    pool_patience: int | None = KG_POOL_PATIENCE  # iterations without a new clause before training stops
 
 
 @dataclass
@@ -139,17 +235,28 @@ class RelationRules:
     seconds: float = 0.0
     peak_rss: int = 0  # bytes: the learning process's peak resident memory once this relation was learned
 
-    def scores(self, shape: tuple[int, int], clauses: bool = True) -> sparse.csr_matrix:
-        """Per (head, tail), the noisy-or of the confidences of the clauses (or the program's rules) deriving it."""
+    def scores(self, shape: tuple[int, int], clauses: bool = True, how: str = "max") -> sparse.csr_matrix:
+        """Per (head, tail), the aggregate (:func:`nlndl.ranking.aggregate`: max or noisy-or) of the confidences
+        of the clauses (or the program's rules) deriving it."""
         chosen = self.clauses if clauses else self.program
-        return noisy_or([(self.pairs[r], c) for r, c in chosen], shape)
+        return aggregate([(self.pairs[r], c) for r, c in chosen], shape, how)
+
+    def counts(self, rule: Rule) -> dict[str, int]:
+        """The pairs ``rule`` derives on the known triples (predicted) and the known ones among them (correct)."""
+        predicted = int(self.pairs[rule].nnz) if rule in self.pairs else 0
+        confidence = dict(self.clauses).get(rule, dict(self.program).get(rule, 0.0))
+        return {"predicted": predicted, "correct": round(confidence * predicted)}
 
     def to_json(self) -> dict[str, Any]:
         return {
             "relation": self.relation,
             "rules": [render(r) for r, _ in self.program],
             "confidences": [round(c, 4) for _, c in self.program],
-            "clauses": [{"rule": render(r), "confidence": round(c, 4)} for r, c in self.clauses],
+            "clauses": [
+                {"rule": render(r), "confidence": round(c, 4), **self.counts(r), "clause": rule_json(r)}
+                for r, c in self.clauses
+            ],
+            "sources": self.sources,
             "accepted": self.result.accepted,
             "noise": self.result.noise,
             "training": self.result.score.to_json(),
@@ -248,6 +355,8 @@ def learn_relation(directory: Path, graph: Graph, target: str, config: KGConfig)
         except CompileError as exc:  # located in a temporary file: said of the relation instead
             found = " ".join(d.message for d in exc.diagnostics.errors)
             raise JobError(f"{directory}: error: relation {target!r} (as nlndl kg sketch writes it): {found}") from None
+    sources = {ident: (target if name == FACT else name) for name, ident in made.relations.items()}
+    judge = PoolJudge(graph, target, sources)
     learned = LearnConfig(
         train=TrainConfig(seed=config.seed, max_iters=config.max_iters, time_limit=config.time_limit),
         device=config.device,
@@ -255,19 +364,25 @@ def learn_relation(directory: Path, graph: Graph, target: str, config: KGConfig)
         noise=config.noise,
         noise_patience=config.noise_patience,
         clauses=True,
+        pool_patience=config.pool_patience,
+        judge=judge,
     )
     try:
         result = learn(program, learned)
     except BudgetError as exc:
         raise JobError(f"{directory}: error: relation {target!r}: {exc}") from None
     seconds = time.perf_counter() - start
-    sources = {ident: (target if name == FACT else name) for name, ident in made.relations.items()}
     rules = list(dict.fromkeys([*result.rules, *result.clauses]))
-    pairs = dict(zip(rules, rule_pairs(graph, rules, sources), strict=True))
+    fresh = [r for r in rules if r not in judge.pairs]
+    pairs = {**judge.pairs, **dict(zip(fresh, rule_pairs(graph, fresh, sources), strict=True))}
+    pairs = {r: pairs[r] for r in rules}
     known = graph.matrix(graph.pairs(target, KNOWN))
     rated = {r: confidence(p, known) for r, p in pairs.items()}
     program_rules = [(r, rated[r][0]) for r in result.rules]
-    clauses = sorted(((r, c) for r, (c, support) in rated.items() if support >= MIN_SUPPORT), key=lambda rc: -rc[1])
+    ranking = [
+        (r, c) for r, (c, support) in rated.items() if support >= MIN_SUPPORT and not restates(r, target, sources)
+    ]
+    clauses = sorted(ranking, key=lambda rc: -rc[1])
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
     return RelationRules(target, made.relations[target], sources, result, program_rules, clauses, pairs, seconds, rss)
 
@@ -318,3 +433,49 @@ def checked_relations(graph: Graph, relations: list[str] | None, directory: Path
         if not graph.splits["train"].get(r):
             raise JobError(f"{directory / 'train.txt'}: error: no triple of {r!r} to learn it from")
     return chosen
+
+
+@dataclass
+class Prediction:
+    """One answer to a query: the entity, its score (max-aggregation), whether the graph already holds the
+    triple, and the clauses deriving it with their confidences, best first (the explanation)."""
+
+    entity: str
+    score: float
+    known: bool
+    rules: list[tuple[str, float]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "entity": self.entity,
+            "score": round(self.score, 6),
+            "known": self.known,
+            "rules": [{"rule": text, "confidence": round(c, 4)} for text, c in self.rules],
+        }
+
+
+def predict(graph: Graph, record: dict[str, Any], entity: str, tail_asked: bool, k: int = 10) -> list[Prediction]:
+    """The ``k`` best answers to ``relation(entity, ?)`` (``tail_asked``) or ``relation(?, entity)``, by the
+    clauses ``record`` (one relation of kg train's rules.json) holds, each with the clauses that derive it."""
+    from nlndl.ranking import max_aggregate
+
+    sources = {str(a): str(b) for a, b in record["sources"].items()}
+    clauses = [(rule_from_json(c["clause"]), float(c["confidence"]), c["rule"]) for c in record["clauses"]]
+    at = graph.index[entity]
+    rows = []
+    for pairs in rule_pairs(graph, [r for r, _, _ in clauses], sources):
+        line = pairs.getrow(at) if tail_asked else pairs.getcol(at).T.tocsr()
+        rows.append(boolean(line))
+    n = len(graph.entities)
+    scores = max_aggregate([(row, c) for row, (_, c, _) in zip(rows, clauses, strict=True)], (1, n)).toarray().ravel()
+    known = graph.pairs(record["relation"], KNOWN)
+    order = [int(i) for i in np.argsort(-scores, kind="stable") if scores[i] > 0][:k]
+    out = []
+    for other in order:
+        why = sorted(
+            ((text, c) for row, (_, c, text) in zip(rows, clauses, strict=True) if row[0, other]),
+            key=lambda tc: -tc[1],
+        )
+        pair = (at, other) if tail_asked else (other, at)
+        out.append(Prediction(graph.entities[other], float(scores[other]), pair in known, why))
+    return out

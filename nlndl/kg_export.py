@@ -73,6 +73,43 @@ def clingo_text(learned: list[RelationRules], origin: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def anyburl_rule(rule: Rule, one: RelationRules) -> str:
+    """A clause in AnyBURL's rule syntax, ``head(X,Y) <= body(X,A), ...``, with the graph's relation names:
+    the head's variables X and Y, the others A, B, ... in order of appearance."""
+    names: dict[object, str] = {}
+    for kind, value in rule.head_args:
+        if kind == "v" and value not in names:
+            names[value] = "XY"[len(names)] if len(names) < 2 else f"V{len(names)}"
+    fresh = iter("ABCDEFGHIJKLMNOPQRSTUVW")
+
+    def term(arg: tuple[str, object]) -> str:
+        kind, value = arg
+        if kind != "v":
+            return str(value)
+        if value not in names:
+            names[value] = next(fresh)
+        return names[value]
+
+    def atom(relation: str, args: tuple) -> str:
+        return f"{relation}({','.join(term(a) for a in args)})"
+
+    head = atom(one.relation, rule.head_args)
+    body = [atom(one.sources.get(a.predicate, a.predicate), a.args) for a in rule.body]
+    return f"{head} <= {', '.join(body)}"
+
+
+def anyburl_text(learned: list[RelationRules]) -> str:
+    """Every clause that ranks, one a line in AnyBURL's format (``predicted<TAB>correct<TAB>confidence<TAB>rule``,
+    which PyClause reads): predicted, the pairs its body derives on the known triples; correct, the known ones
+    among them; by confidence, best first."""
+    rows = []
+    for one in learned:
+        for rule, conf in one.clauses:
+            counts = one.counts(rule)
+            rows.append((-conf, f"{counts['predicted']}\t{counts['correct']}\t{conf:.6f}\t{anyburl_rule(rule, one)}"))
+    return "".join(line + "\n" for _, line in sorted(rows, key=lambda r: r[0]))
+
+
 def fact_files(graph: Graph, learned: list[RelationRules]) -> dict[str, str]:
     """Soufflé's input: per relation identifier, ``<name>.facts`` with the known triples (tab-separated)."""
     held = sources(learned)

@@ -28,7 +28,7 @@ from nlndl.runtime.chain import ForwardChainer
 from nlndl.runtime.collective import Collective
 from nlndl.runtime.config import ChainConfig
 from nlndl.runtime.nln import Variants
-from nlndl.runtime.train import TrainConfig, Trainer, TrainState
+from nlndl.runtime.train import Converged, TrainConfig, Trainer, TrainState
 from nlndl.verify import (
     CheckedWorld,
     Score,
@@ -54,6 +54,8 @@ class LearnConfig:
     noise: float | None = None  # accept a program wrong on at most this fraction of each class of examples
     noise_patience: int = NOISE_PATIENCE  # iterations: with noise, stop once the best accepted has not improved
     clauses: bool = False  # keep every distinct clause the restarts read as at each check (LearnResult.clauses)
+    pool_patience: int | None = None  # with clauses: stop once the pool has not improved for this many iterations
+    judge: Callable[[Rule], bool] | None = None  # whether a new clause improves the pool (None: any new clause does)
     validation: float | None = None  # hold out this fraction of each class of examples (seeded) and score on it
 
 
@@ -260,6 +262,7 @@ class Learner:
         self.allowance = Allowance.of_counts(counts, config.noise or 0.0)
         self.examples = counts[True] + counts[False]
         self.clauses: dict[Rule, None] = {}  # with config.clauses, in the order first read
+        self.grew = 0  # the check at which the clause pool last gained a clause
         self.losses: list[float | None] = []  # the lowest restart's loss at each check
 
     def mistakes(self, model: ForwardChainer) -> tuple[torch.Tensor, torch.Tensor]:
@@ -310,9 +313,14 @@ class Learner:
         threshold = self.config.threshold
         if self.config.clauses:  # every restart's clauses, from one read of the memberships
             weights = all_memberships(model)
+            judge = self.config.judge
             for restart in range(model.restarts):
                 one = restart_memberships(weights, restart)
-                self.clauses.update(dict.fromkeys(extract(self.program, one, threshold)))
+                for clause in extract(self.program, one, threshold):
+                    if clause not in self.clauses:
+                        self.clauses[clause] = None
+                        if judge is None or judge(clause):
+                            self.grew = self.checks
         examples = self.examples
         allowed = self.allowance.total
         if allowed:  # the fewest mistakes first, and only a few new rule sets scored per check
@@ -356,6 +364,12 @@ class Learner:
                 return restart
         if self.accepted is not None and self.checks - self.improved >= self.config.noise_patience / self.every:
             return self.accepted[0]
+        patience = self.config.pool_patience
+        alone = model.collective.size == 1  # several processes decide together; the pool is read on the leader
+        if self.config.clauses and alone and patience is not None and self.checks - self.grew >= patience / self.every:
+            if self.accepted is not None:
+                return self.accepted[0]
+            raise Converged  # the pool has stopped growing: nothing new to read out
         return None
 
     def no_worse(self, trial: list[Rule], base: Score, rules: list[Rule]) -> bool:

@@ -73,6 +73,28 @@ def noisy_or(rules: list[tuple[Pairs, float]], shape: tuple[int, int]) -> sparse
     return out
 
 
+TIE_BREAK = 1e-3  # max-aggregation: the noisy-or's weight among candidates of the same best confidence
+AGGREGATIONS = ("max", "noisy-or")
+
+
+def max_aggregate(rules: list[tuple[Pairs, float]], shape: tuple[int, int]) -> sparse.csr_matrix:
+    """Per (head, tail), the highest confidence of the rules whose body derives it, ties (candidates whose best
+    rule is as good) broken by the noisy-or of all of them: AnyBURL's max-aggregation, the lexicographic
+    order of the sorted confidences, approximated by its first term and the noisy-or."""
+    best = sparse.csr_matrix(shape, dtype=np.float64)
+    for pairs, confidence in rules:
+        if confidence > 0:
+            best = best.maximum(pairs.astype(np.float64) * confidence)
+    return best + TIE_BREAK * noisy_or(rules, shape)
+
+
+def aggregate(rules: list[tuple[Pairs, float]], shape: tuple[int, int], how: str = "max") -> sparse.csr_matrix:
+    """Candidates' scores from the confidences of the rules deriving them: ``max`` or ``noisy-or``."""
+    if how not in AGGREGATIONS:
+        raise ValueError(f"aggregation must be one of {', '.join(AGGREGATIONS)}, not {how!r}")
+    return max_aggregate(rules, shape) if how == "max" else noisy_or(rules, shape)
+
+
 def ranks(scores: sparse.csr_matrix, test: list[tuple[int, int]], known: set[tuple[int, int]]) -> np.ndarray:
     """The ranks of every test pair (h, t) asked both ways: among the tails of h and among the heads of t,
     the other ``known`` true pairs filtered out."""

@@ -60,6 +60,10 @@ class CheckpointError(Exception):
     """A checkpoint that cannot be resumed from: missing, damaged, or saved for another program."""
 
 
+class Converged(Exception):
+    """Raised by a check to end training with no winner: more iterations would find nothing new."""
+
+
 def read_checkpoint(path: Path) -> tuple[dict[str, torch.Tensor], TrainState]:
     """The tensors and training state of a checkpoint directory; CheckpointError when they cannot be read."""
     try:
@@ -244,7 +248,10 @@ class Trainer:
             if cfg.time_limit is not None and not alone:
                 last = collective.decide_flag(last)
             if self.state.iteration % cfg.check_every == 0 or last:
-                winner = check(self.model, losses)
+                try:
+                    winner = check(self.model, losses)
+                except Converged:
+                    break
                 if winner is not None:
                     return winner
                 # every example on the right side of 0.5: push memberships toward 0/1

@@ -108,7 +108,7 @@ def test_kg_train_writes_every_relation_as_one_program_that_clingo_runs(tmp_path
     result = runner.invoke(app, ["kg", "train", str(directory), "-D", str(out), "--time-limit", "30"])
     assert result.exit_code == 0, result.output
     assert "[1/1] aunt: accepted" in result.output and "agree on the program's closure" in result.output
-    written = {"rules.dl", "rules.lp", "facts.lp", "rules.json"}
+    written = {"rules.dl", "rules.lp", "rules.tsv", "facts.lp", "rules.json"}
     facts = {f"{r}.facts" for r in ("aunt", "aunt_fact", "parent", "sister")}
     assert {p.name for p in out.iterdir()} - {".nlndl-manifest.json"} == written | facts
     program = (out / "rules.lp").read_text()

@@ -288,6 +288,7 @@ def kg_case(rng: random.Random) -> Case:
     return Case("", graph=graph, target=target, kg_train=rng.random() < KG_TRAIN_SHARE, options=options, origin="kg")
 
 
+CHANGED = "files changed that nlndl must leave alone"
 USER_FILES = {"notes.txt": b"mine\n", ".nlndl-staging-999999-notes/n.txt": b"mine too\n"}  # a user had these
 
 
@@ -311,19 +312,13 @@ def run_kg_case(case: Case, workdir: Path, invoke: Callable[[list[str]], tuple[i
     if case.kg_train:
         runs.append(["kg", "train", str(data), "-D", str(trained), "--max-iters", "3", "--time-limit", "1", "-q",
                      *case.options])  # fmt: skip
-    outcome: dict[str, Any] = {"codes": [], "error": None}
-    for args in runs:
-        code, exc = invoke(args)
-        outcome["codes"].append(code)
-        if exc is not None:
-            outcome["error"] = "".join(traceback.format_exception(exc))[-2000:]
-            break
+    outcome = run_commands(runs, invoke)
     changed = [str(p) for p, raw in before.items() if not p.is_file() or p.read_bytes() != raw]
     for root in (out, trained):
         changed += [str(root / n) for n, raw in USER_FILES.items() if not (root / n).is_file() or
                     (root / n).read_bytes() != raw]  # fmt: skip
     if changed and outcome["error"] is None:
-        outcome["error"] = f"files changed that nlndl must leave alone: {changed}"
+        outcome["error"] = f"{CHANGED}: {changed}"
     return outcome
 
 
@@ -341,6 +336,11 @@ def run_case(case: Case, workdir: Path, invoke: Callable[[list[str]], tuple[int,
     if case.rules is not None:
         (workdir / "rules.dl").write_text(case.rules, errors="surrogateescape")
         runs.append(["check", str(workdir / "rules.dl"), str(sketch), "-F", str(workdir)])
+    return run_commands(runs, invoke)
+
+
+def run_commands(runs: list[list[str]], invoke: Callable[[list[str]], tuple[int, BaseException | None]]) -> dict:
+    """Each command line in turn, until one lets an exception escape: the exit codes and that traceback."""
     outcome: dict[str, Any] = {"codes": [], "error": None}
     for args in runs:
         code, exc = invoke(args)
@@ -402,6 +402,7 @@ class FuzzReport:
     tracebacks: int = 0
     hangs: int = 0
     memory: int = 0
+    changed: int = 0  # inputs after which a user's file or a triple file was not as it had been
     exit_codes: dict[str, int] = field(default_factory=dict)
     slowest: float = 0.0
     seconds: float = 0.0
@@ -413,6 +414,7 @@ class FuzzReport:
             "tracebacks": self.tracebacks,
             f"hangs_over_{HANG_SECONDS:g}_s": self.hangs,
             "over_4_GiB": self.memory,
+            "files_changed": self.changed,
             "exit_codes": self.exit_codes,
             "slowest_seconds": round(self.slowest, 3),
             "seconds": round(self.seconds, 1),
@@ -461,6 +463,8 @@ def run(
                 report.memory += 1
             elif error == "hang" or seconds > HANG_SECONDS:
                 report.hangs += 1
+            elif error is not None and error.startswith(CHANGED):
+                report.changed += 1
             elif error is not None:
                 report.tracebacks += 1
             if failed:

@@ -10,6 +10,7 @@ derive them (nlndl.ranking), filtered, both directions, mean-rank ties.
 
 from __future__ import annotations
 
+import resource
 import time
 from collections.abc import Callable
 from dataclasses import asdict
@@ -19,99 +20,151 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-from nlndl.compiler.triples import SPLITS
+from nlndl.compiler.triples import QUERY_SHARE, SPLITS, split_path, standard_layout
 from nlndl.distributed import process_rank
 from nlndl.errors import JobError
-from nlndl.kg import KNOWN, MIN_SUPPORT, Graph, KGConfig, RelationRules, checked_relations, confidence, learn_graph
-from nlndl.ranking import Metrics, metrics, noisy_or, ranks
+from nlndl.kg import (
+    MIN_SUPPORT,
+    Graph,
+    KGConfig,
+    RelationRules,
+    boolean,
+    checked_relations,
+    confidence,
+    learn_graph,
+)
+from nlndl.ranking import Metrics, aggregate, metrics, ranks
 
 
-def path_rules(graph: Graph, target: str) -> list[tuple[str, sparse.csr_matrix, float]]:
-    """The baseline's rules for ``target``: (text, derived pairs, confidence), mined on facts + train."""
-    known = graph.matrix(graph.pairs(target, KNOWN))
+def path_rules(graph: Graph, target: str, length: int = 2) -> list[tuple[str, sparse.csr_matrix, float]]:
+    """The baseline's rules for ``target``: (text, derived pairs, confidence), mined on facts + train: every
+    path of up to ``length`` atoms (1 to 3), each atom read either way. Paths are multiplied as float32 0/1
+    matrices, so a pair joined by any number of paths counts once."""
+    known = graph.relation_matrix(target)
     atoms = []
     for p in graph.relations:
-        a = graph.matrix(graph.pairs(p, KNOWN))
-        atoms += [(f"{p}(X,Y)", p, a), (f"{p}(Y,X)", p, a.T.tocsr())]
+        a = graph.relation_matrix(p)
+        atoms += [(p, False, a), (p, True, a.T.tocsr())]
     out = []
-    for text, p, a in atoms:
-        if p == target and text.endswith("(X,Y)"):
-            continue  # the rule r(X,Y) :- r(X,Y) derives only what is known
-        conf, support = confidence((a > 0).astype(np.int8), known)
+
+    def text(path: list[tuple[str, bool]]) -> str:
+        names = ["X", *"ZWV"[: len(path) - 1], "Y"]
+        return ", ".join(
+            f"{p}({names[i + 1]},{names[i]})" if back else f"{p}({names[i]},{names[i + 1]})"
+            for i, (p, back) in enumerate(path)
+        )
+
+    def keep(path: list[tuple[str, bool]], body: sparse.csr_matrix) -> None:
+        conf, support = confidence(body, known)
         if support >= MIN_SUPPORT:
-            out.append((f"{target}(X,Y) :- {text}", (a > 0).astype(np.int8), conf))
-    for t1, _, a in atoms:
-        for t2, _, b in atoms:
-            body = ((a @ b) > 0).astype(np.int8)
-            conf, support = confidence(body, known)
-            if support >= MIN_SUPPORT:
-                first, second = t1.replace("Y", "Z"), t2.replace("X", "Z")
-                out.append((f"{target}(X,Y) :- {first}, {second}", body, conf))
+            out.append((f"{target}(X,Y) :- {text(path)}", body, conf))
+
+    for p, back, a in atoms:
+        if not (p == target and not back):  # r(X,Y) :- r(X,Y) derives only what is known
+            keep([(p, back)], a)
+    if length < 2:
+        return out
+    for p, pb, a in atoms:
+        for q, qb, b in atoms:
+            body = boolean(a @ b)
+            keep([(p, pb), (q, qb)], body)
+            if length < 3 or not body.nnz:
+                continue
+            for r, rb, c in atoms:
+                keep([(p, pb), (q, qb), (r, rb)], boolean(body @ c))
     return out
 
 
-def tested_relations(graph: Graph, relations: list[str], directory: Path) -> list[str]:
-    """Those of ``relations`` with test triples: the others have nothing to rank (JobError, before any work,
-    when none has)."""
-    tested = [r for r in relations if graph.splits["test"].get(r)]
+def check_layout(directory: Path) -> None:
+    """JobError unless ``directory`` holds a graph to rank: train.txt and test.txt (each possibly gzipped)."""
+    if not split_path(directory, "train").is_file() or not split_path(directory, "test").is_file():
+        raise JobError(f"{directory}: error: needs train.txt and test.txt (and facts.txt in the Neural LP layout)")
+
+
+def protocol(directory: Path) -> dict[str, str]:
+    """What the rules read while learning, how a target's own triples are kept from proving themselves, and
+    what they read when test triples are ranked: said in every record."""
+    if standard_layout(directory):
+        learning = (
+            f"train.txt is the graph; for each target relation, {QUERY_SHARE:.0%} of its train.txt triples "
+            "(drawn with the seed) are the positive examples and are left out of the graph the rules read "
+            "while learning, the rest of them stay in it as <target>_fact"
+        )
+    else:
+        learning = "facts.txt is the graph (the target's own triples as <target>_fact); train.txt the positives"
+    return {
+        "learning": learning + "; negatives: each positive's head or tail corrupted (no split holds them)",
+        "confidence": "support / body count on facts.txt + train.txt (train.txt alone in the standard layout)",
+        "ranking": "rules read facts.txt + train.txt (train.txt in the standard layout); each test triple asked "
+        "both ways, the other triples of train, valid and test filtered, ties at the mean rank",
+    }
+
+
+def tested_relations(graph: Graph, relations: list[str], directory: Path, split: str = "test") -> list[str]:
+    """Those of ``relations`` with triples in ``split`` (test, or valid to tune on): the others have nothing to
+    rank (JobError, before any work, when none has)."""
+    tested = [r for r in relations if graph.splits[split].get(r)]
     if not tested:
         raise JobError(
-            f"{directory / 'test.txt'}: error: no test triples of {', '.join(repr(r) for r in relations[:5])}"
+            f"{directory / (split + '.txt')}: error: no {split} triples of {', '.join(repr(r) for r in relations[:5])}"
             f"{' ...' if len(relations) > 5 else ''}: nothing to rank"
         )
     return tested
 
 
-def evaluate_rules(graph: Graph, target: str, rules: list[tuple[sparse.csr_matrix, float]]) -> Metrics:
-    """Filtered MRR and Hits@k of ranking by the noisy-or of ``rules`` on the target's test triples."""
+def evaluate_rules(
+    graph: Graph, target: str, rules: list[tuple[sparse.csr_matrix, float]], how: str = "max", split: str = "test"
+) -> Metrics:
+    """Filtered MRR and Hits@k of ranking by the aggregate (max or noisy-or) of ``rules`` on the target's
+    triples of ``split``."""
     n = len(graph.entities)
-    scores = noisy_or(rules, (n, n))
-    test = sorted(graph.pairs(target, ("test",)))
-    known = graph.pairs(target, SPLITS)
-    return metrics(ranks(scores, test, known))
+    test = sorted(graph.pairs(target, (split,)))
+    return metrics(ranks(aggregate(rules, (n, n), how), test, graph.pairs(target, SPLITS)))
 
 
-def baseline(graph: Graph, target: str) -> Metrics:
-    mined = path_rules(graph, target)
-    return evaluate_rules(graph, target, [(pairs, conf) for _, pairs, conf in mined])
+def baseline(graph: Graph, target: str, length: int = 2, how: str = "max") -> Metrics:
+    mined = path_rules(graph, target, length)
+    return evaluate_rules(graph, target, [(pairs, conf) for _, pairs, conf in mined], how)
 
 
-def crisp_test(graph: Graph, target: str, pairs: list[sparse.csr_matrix]) -> dict[str, float]:
-    """The crisp program (every rule, no confidences) on the test triples: of the pairs it derives that no
-    other split holds, the fraction that test.txt holds (precision), and the test triples it derives (recall)."""
+def crisp_test(graph: Graph, target: str, pairs: list[sparse.csr_matrix], split: str = "test") -> dict[str, float]:
+    """The crisp program (every rule, no confidences) on the triples of ``split``: of the pairs it derives that
+    no other split holds, the fraction that ``split`` holds (precision), and its triples it derives (recall)."""
     derived = {(int(h), int(t)) for m in pairs for h, t in zip(*m.nonzero(), strict=True)}
-    test = graph.pairs(target, ("test",))
-    new = derived - graph.pairs(target, ("facts", "train", "valid"))
+    test = graph.pairs(target, (split,))
+    new = derived - graph.pairs(target, tuple(s for s in SPLITS if s != split))
     return {
         "test_precision": len(new & test) / len(new) if new else 1.0,
         "test_recall": len(derived & test) / len(test) if test else 1.0,
     }
 
 
-def nlndl_side(graph: Graph, learned: RelationRules) -> tuple[dict[str, Any], np.ndarray]:
+def nlndl_side(graph: Graph, learned: RelationRules, split: str = "test") -> tuple[dict[str, Any], np.ndarray]:
     """nlndl's row for one relation: MRR and Hits@k ranking by every clause read out (the ranks returned) and
     by the program alone, the program's rules with their confidence and their precision / recall on test."""
     target, n = learned.relation, len(graph.entities)
-    test = sorted(graph.pairs(target, ("test",)))
+    test = sorted(graph.pairs(target, (split,)))
     known = graph.pairs(target, SPLITS)
     found = ranks(learned.scores((n, n)), test, known)
+    other = ranks(learned.scores((n, n), how="noisy-or"), test, known)
     alone = ranks(learned.scores((n, n), clauses=False), test, known)
     own = learned.to_json()
     rules = [
-        {"rule": text, "confidence": conf, **crisp_test(graph, target, [learned.pairs[rule]])}
+        {"rule": text, "confidence": conf, **crisp_test(graph, target, [learned.pairs[rule]], split)}
         for text, conf, (rule, _) in zip(own.pop("rules"), own.pop("confidences"), learned.program, strict=True)
     ]
     row = {
         **metrics(found).to_json(),
+        "noisy-or": metrics(other).to_json(),
         "program": {
             **metrics(alone).to_json(),
-            **crisp_test(graph, target, [learned.pairs[r] for r, _ in learned.program]),
+            **crisp_test(graph, target, [learned.pairs[r] for r, _ in learned.program], split),
         },
         "rules": rules,
         "clauses_read": len(learned.result.clauses),
         **own,
     }
-    return row, found
+    return row, found, other
 
 
 def run(
@@ -121,14 +174,17 @@ def run(
     learn: bool,
     progress: Callable[[str], None] | None = None,
     graph: Graph | None = None,
+    path_length: int = 2,
+    split: str = "test",
 ) -> dict[str, Any] | None:
-    """Per relation the baseline's metrics and, with ``learn``, nlndl's; both over all relations (micro). Under
+    """Per relation the baseline's metrics (paths of up to ``path_length`` atoms) and, with ``learn``, nlndl's;
+    both over all relations (micro), each ranked by max-aggregation and, beside it, by noisy-or. Under
     torchrun the relations are learned by all processes and ranked on rank 0 (None on the others). ``graph``:
     the one in ``directory``, if already read."""
     started = time.perf_counter()
     graph = graph if graph is not None else Graph.read(directory, config.memory_limit)
     every = checked_relations(graph, relations, directory)
-    chosen = tested_relations(graph, every, directory)
+    chosen = tested_relations(graph, every, directory, split)
     learned: dict[str, RelationRules] = {}
     if learn:
         tell = (lambda i, count, r, done: progress(r) if done is not None else None) if progress else None
@@ -136,31 +192,46 @@ def run(
         if got is None:
             return None
         learned = {one.relation: one for one in got}
-    rows, base_all, nln_all, alone_all = [], [], [], []
+    learned_seconds = round(time.perf_counter() - started, 1)
+    rows, base_all, base_or, nln_all, nln_or, alone_all = [], [], [], [], [], []
     n = len(graph.entities)
     for target in chosen:
         if progress and not learn:
             progress(target)
         start = time.perf_counter()
-        mined = path_rules(graph, target)
-        test = sorted(graph.pairs(target, ("test",)))
-        base = ranks(noisy_or([(p, c) for _, p, c in mined], (n, n)), test, graph.pairs(target, SPLITS))
+        mined = path_rules(graph, target, path_length)
+        test = sorted(graph.pairs(target, (split,)))
+        known = graph.pairs(target, SPLITS)
+        confidences = [(p, c) for _, p, c in mined]
+        base = ranks(aggregate(confidences, (n, n), "max"), test, known)
+        other = ranks(aggregate(confidences, (n, n), "noisy-or"), test, known)
         row: dict[str, Any] = {"relation": target, "test": len(test), "baseline": metrics(base).to_json()}
+        row["baseline"]["noisy-or"] = metrics(other).to_json()
         row["baseline"]["seconds"] = round(time.perf_counter() - start, 2)
         row["baseline"]["rules"] = len(mined)
         base_all.append(base)
+        base_or.append(other)
         if learn:
-            own, found = nlndl_side(graph, learned[target])
+            own, found, found_or = nlndl_side(graph, learned[target], split)
             row["nlndl"] = own
             nln_all.append(found)
+            nln_or.append(found_or)
             alone_all.append(own["program"])
         rows.append(row)
-    rows += [{"relation": r, "test": 0, "note": "no test triples"} for r in every if r not in chosen]
+    rows += [{"relation": r, "test": 0, "note": f"no {split} triples"} for r in every if r not in chosen]
     out = {"data": directory.name, "relations": rows, "baseline": metrics(np.concatenate(base_all)).to_json()}
+    out["baseline_noisy_or"] = metrics(np.concatenate(base_or)).to_json()
+    out["split"] = split  # the triples ranked: test, or valid to tune on
+    out["path_length"] = path_length
+    out["aggregation"] = "max (ties broken by noisy-or); noisy-or beside it"
+    out["protocol"] = protocol(directory)
     out["processes"] = process_rank(config.device).size
     out["seconds"] = round(time.perf_counter() - started, 1)
+    out["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     if learn:
+        out["learning_seconds"] = learned_seconds
         out["nlndl"] = metrics(np.concatenate(nln_all)).to_json()
+        out["nlndl_noisy_or"] = metrics(np.concatenate(nln_or)).to_json()
         weights = [r["queries"] for r in alone_all]
         out["nlndl_program"] = {
             k: float(np.average([r[k] for r in alone_all], weights=weights))
@@ -185,7 +256,7 @@ def markdown(report: dict[str, Any]) -> str:
     for row in report["relations"]:
         if not row["test"]:
             width = head.count("|") - 3
-            lines.append("| " + " | ".join([row["relation"], "0", "no test triples", *[""] * (width - 1)]) + " |")
+            lines.append("| " + " | ".join([row["relation"], "0", row["note"], *[""] * (width - 1)]) + " |")
             continue
         line = [row["relation"], str(row["test"]), *cells(row["baseline"])]
         if learn:
@@ -203,4 +274,9 @@ def markdown(report: dict[str, Any]) -> str:
     if learn:
         total += [*cells(report["nlndl"]), f"{report['nlndl_program']['mrr']:.3f}", "", ""]
     lines.append("| " + " | ".join(total) + " |")
+    if "baseline_noisy_or" in report:
+        total = ["all, noisy-or", str(report["baseline"]["queries"] // 2), *cells(report["baseline_noisy_or"])]
+        if learn:
+            total += [*cells(report["nlndl_noisy_or"]), "", "", ""]
+        lines.append("| " + " | ".join(total) + " |")
     return "\n".join(lines)

@@ -9,6 +9,7 @@ import typer
 
 from nlndl.cli.common import (
     KGNoiseOption,
+    KGPatienceOption,
     KGRelations,
     KGTimeOption,
     LayoutKind,
@@ -27,7 +28,7 @@ from nlndl.cli.common import (
     stdout,
     usage,
 )
-from nlndl.defaults import COMPILE_MEMORY, KG_NOISE, KG_TIME_LIMIT, MAX_ITERS, MAX_SEED
+from nlndl.defaults import COMPILE_MEMORY, KG_NOISE, KG_POOL_PATIENCE, KG_TIME_LIMIT, MAX_ITERS, MAX_SEED
 from nlndl.output import write_bytes_atomic, write_json
 from nlndl.progress import progress_bar, status_line
 
@@ -190,24 +191,30 @@ def bench_kg(
         int, typer.Option(min=0, max=MAX_SEED, help="Seed of the negatives, the subgraph and training.")
     ] = 0,
     time_limit: KGTimeOption = KG_TIME_LIMIT,
+    patience: KGPatienceOption = KG_POOL_PATIENCE,
     noise: KGNoiseOption = KG_NOISE,
     subgraph: SubgraphOption = None,
     device: Annotated[str, typer.Option(help="cpu, cuda or cuda:N: where each relation is trained.")] = "cpu",
     memory_limit: Annotated[
         str, typer.Option(help="Refuse triple files or sketches larger than this.")
     ] = COMPILE_MEMORY,
+    path_length: Annotated[
+        int, typer.Option(min=1, max=3, help="The baseline's longest path rule, in body atoms.")
+    ] = 2,
+    split: Annotated[
+        str, typer.Option(help="The triples to rank: test, or valid to tune a setting without seeing test.")
+    ] = "test",
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the figures and rules as JSON.")] = None,
     quiet: QuietOption = False,
 ) -> None:
     """Knowledge-graph completion on test.txt (filtered MRR, Hits@1/10, both directions, mean-rank ties): the
-    path-rule baseline and nlndl's learned clauses, each ranking by rule confidence, side by side."""
+    path-rule baseline and nlndl's learned clauses, each ranking by rule confidence (max-aggregation, and
+    noisy-or beside it), side by side. Reads the Neural LP layout and the standard one (train/valid/test)."""
     from nlndl.bench import kg
-    from nlndl.compiler.triples import split_path
     from nlndl.kg import Graph, KGConfig, checked_relations
 
     check_outputs(json_path)
-    if not split_path(directory, "train").is_file() or not split_path(directory, "test").is_file():
-        fail(f"{directory}: error: needs train.txt and test.txt (and facts.txt in the Neural LP layout)")
+    kg.check_layout(directory)
     config = KGConfig(
         seed=seed,
         time_limit=time_limit,
@@ -215,11 +222,14 @@ def bench_kg(
         subgraph=subgraph,
         device=device_option(device),
         memory_limit=size_option(memory_limit),
+        pool_patience=patience,
     )
     graph = Graph.read(directory, config.memory_limit)
-    total = len(kg.tested_relations(graph, checked_relations(graph, relations, directory), directory))
+    if split not in ("test", "valid"):
+        usage(f"--split {split}: expected test or valid")
+    total = len(kg.tested_relations(graph, checked_relations(graph, relations, directory), directory, split))
     with progress_bar(total, quiet) as tell:
-        report = kg.run(directory, relations or None, config, learn, tell, graph)
+        report = kg.run(directory, relations or None, config, learn, tell, graph, path_length, split)
     if report is not None:  # None: a torchrun rank other than 0
         publish_report(kg.markdown(report), report, json_path)
 
@@ -244,7 +254,8 @@ def bench_fuzz(
     summary = report.to_json()
     typer.echo(
         f"{summary['inputs']:,} inputs in {summary['seconds']:.0f} s: {summary['tracebacks']} tracebacks, "
-        f"{report.hangs} hangs over {fuzz.HANG_SECONDS:g} s, {report.memory} over 4 GiB; slowest input "
+        f"{report.hangs} hangs over {fuzz.HANG_SECONDS:g} s, {report.memory} over 4 GiB, {report.changed} with "
+        "a user's files changed; slowest input "
         f"{summary['slowest_seconds']:.2f} s; exit codes {summary['exit_codes']}"
     )
     if json_path is not None:

@@ -173,6 +173,16 @@ SubgraphOption = Annotated[
 KGTimeOption = Annotated[
     float, typer.Option("--time-limit", min=1.0, callback=finite, help="Seconds of training per relation.")
 ]
+KGPatienceOption = Annotated[
+    int,
+    typer.Option(
+        "--patience",
+        min=1,
+        metavar="ITERATIONS",
+        help="Stop a relation once no clause read out has raised the confidence of any known triple for this "
+        "many iterations (--time-limit is the ceiling).",
+    ),
+]
 KGNoiseOption = Annotated[
     float | None,
     typer.Option(

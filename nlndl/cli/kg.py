@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from statistics import mean
 from typing import Annotated
 
 import typer
@@ -12,6 +13,7 @@ import typer
 from nlndl.cli.common import (
     JsonOption,
     KGNoiseOption,
+    KGPatienceOption,
     KGRelations,
     KGTimeOption,
     QuietOption,
@@ -20,9 +22,19 @@ from nlndl.cli.common import (
     kg_app,
     reported,
     size_option,
+    usage,
     warn,
 )
-from nlndl.defaults import COMPILE_MEMORY, KG_NEGATIVES, KG_NOISE, KG_TIME_LIMIT, KG_VARS, MAX_ITERS, MAX_SEED
+from nlndl.defaults import (
+    COMPILE_MEMORY,
+    KG_NEGATIVES,
+    KG_NOISE,
+    KG_POOL_PATIENCE,
+    KG_TIME_LIMIT,
+    KG_VARS,
+    MAX_ITERS,
+    MAX_SEED,
+)
 from nlndl.errors import Interrupted
 
 
@@ -61,6 +73,7 @@ def kg_train_command(
     relations: KGRelations = None,
     seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Seed of the negatives and of training.")] = 0,
     time_limit: KGTimeOption = KG_TIME_LIMIT,
+    patience: KGPatienceOption = KG_POOL_PATIENCE,
     noise: KGNoiseOption = KG_NOISE,
     negatives: Annotated[int, typer.Option(min=1, help="Corrupted triples per positive, as negatives.")] = KG_NEGATIVES,
     vars_: Annotated[int, typer.Option("--vars", min=2, max=6, help="Variables of the learned clauses.")] = KG_VARS,
@@ -88,16 +101,21 @@ def kg_train_command(
     config = KGConfig(
         seed, time_limit, noise, negatives, vars_, subgraph, size_option(memory_limit), max_iters, device_option(device)
     )
+    config.pool_patience = patience
 
     started: set[str] = set()
+    seconds: list[float | None] = []  # each relation's, learned here (None: kept from an interrupted run)
 
     def tell(i: int, count: int, relation: str, learned: object | None) -> None:
         if quiet or json_out:
             return
         if learned is None:
             started.add(relation)
-            typer.echo(f"[{i + 1}/{count}] {relation}: learning (up to {time_limit:g} s) ...")
+            spent = [s for s in seconds if s is not None]
+            eta = f"; about {mean(spent) * (count - i) / 60:.1f} min left" if spent else ""
+            typer.echo(f"[{i + 1}/{count}] {relation}: learning (at most {time_limit:g} s{eta}) ...")
             return
+        seconds.append(learned.seconds if relation in started else None)
         verdict = "accepted" if learned.result.accepted else "best found"
         if relation not in started:
             verdict = f"{verdict} (kept from the interrupted run)"
@@ -128,3 +146,34 @@ def kg_train_command(
         )
     if not done.agree:
         raise typer.Exit(1)
+
+
+@kg_app.command("predict")
+@reported
+def kg_predict_command(
+    output: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="What nlndl kg train -D wrote.")],
+    query: Annotated[str, typer.Option("--query", help="relation(head, ?) or relation(?, tail).")],
+    k: Annotated[int, typer.Option("-k", "--top", min=1, help="How many answers.")] = 10,
+    json_out: JsonOption = False,
+) -> None:
+    """The best answers to a query by the learned clauses, each with the clauses that derive it and their
+    confidences (the explanation), ranked as bench kg ranks (max-aggregation); known triples are marked."""
+    from nlndl import jobs
+
+    try:
+        answers = jobs.predict_kg(output, query, k)
+    except ValueError as exc:
+        usage(str(exc))
+    if json_out:
+        typer.echo(json.dumps({"query": query, "answers": [a.to_json() for a in answers]}, indent=2))
+        return
+    if not answers:
+        typer.echo(f"{query}: no clause derives an answer")
+        return
+    for rank, answer in enumerate(answers, start=1):
+        known = "  (known)" if answer.known else ""
+        typer.echo(f"{rank:>3}. {answer.entity}  {answer.score:.4f}{known}")
+        for text, conf in answer.rules[:3]:
+            typer.echo(f"       {conf:.3f}  {text}")
+        if len(answer.rules) > 3:
+            typer.echo(f"       ... and {len(answer.rules) - 3} more clauses")

@@ -1,0 +1,171 @@
+"""Knowledge graphs in the field's standard layout (train/valid/test, gzipped, CRLF), learned clauses applied as
+sparse products, max-aggregation beside noisy-or, the baseline's long paths, a training that stops when its
+clause pool stops growing, the AnyBURL rule list and predictions with their explanations."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import sparse
+from typer.testing import CliRunner
+
+from nlndl.bench import kg as bench
+from nlndl.cli import app
+from nlndl.compiler.crisp import BodyAtom, Rule, evaluate
+from nlndl.compiler.diagnostics import Diagnostics
+from nlndl.compiler.triples import QUERY_SHARE, kg_sketch, query_split, read_splits, standard_layout
+from nlndl.kg import Graph, KGConfig, chain, learn_relation, rule_pairs
+from nlndl.ranking import aggregate, max_aggregate
+
+runner = CliRunner()
+QUICK = ["--max-iters", "60", "--time-limit", "5"]
+
+
+def families(directory: Path, packed: bool = False, crlf: bool = False) -> Path:
+    """aunt = sister of a parent over ten families, in the standard layout: train.txt is the graph."""
+    train, test, valid = [], [], []
+    for f in range(10):
+        mother, sister, kids = f"m{f}", f"s{f}", [f"k{f}a", f"k{f}b"]
+        train += [f"{mother}\tsister\t{sister}", f"{sister}\tsister\t{mother}"]
+        train += [f"{mother}\tparent\t{k}" for k in kids]
+        (train if f < 7 else test if f < 9 else valid).extend(f"{sister}\taunt\t{k}" for k in kids)
+    directory.mkdir(parents=True)
+    end = "\r\n" if crlf else "\n"
+    for name, rows in (("train", train), ("valid", valid), ("test", test)):
+        data = "".join(r + end for r in rows).encode()
+        if packed:
+            (directory / f"{name}.txt.gz").write_bytes(gzip.compress(data))
+        else:
+            (directory / f"{name}.txt").write_bytes(data)
+    return directory
+
+
+def atom(p: str, a: str, b: str) -> BodyAtom:
+    return BodyAtom(p, (("v", a), ("v", b)))
+
+
+def test_gzipped_crlf_files_read_as_plain_ones(tmp_path):
+    plain = read_splits(families(tmp_path / "plain"), Diagnostics())
+    diags = Diagnostics()
+    packed = read_splits(families(tmp_path / "packed", packed=True, crlf=True), diags)
+    assert not diags and packed == plain and plain["facts"] == [] and len(plain["train"]) == 54
+    assert standard_layout(tmp_path / "packed")
+
+
+def test_the_standard_layout_keeps_a_targets_queries_out_of_its_graph(tmp_path):
+    split = read_splits(families(tmp_path / "kg"), Diagnostics())
+    graph, queries = query_split(split, "aunt", seed=0)
+    own = [t for t in split["train"] if t[1] == "aunt"]
+    assert len(queries) == round(QUERY_SHARE * len(own)) and not set(queries) & set(graph)
+    assert set(queries) | {t for t in graph if t[1] == "aunt"} == set(own)
+    assert query_split(split, "aunt", seed=0) == (graph, queries) and query_split(split, "aunt", 1) != (graph, queries)
+    made = kg_sketch(tmp_path / "kg", "aunt", Diagnostics())
+    assert made is not None and made.positives == len(queries)
+    assert "50% of the target's triples" in made.text
+    for h, _, t in queries:  # no positive is in the graph the sketch reads as aunt_fact
+        assert f"{h}\t{t}\n" not in made.facts["aunt_fact"]
+
+
+def test_chain_clauses_are_products_that_agree_with_the_crisp_evaluator(tmp_path):
+    graph = Graph.read(families(tmp_path / "kg"))
+    sources = {"parent": "parent", "sister": "sister", "aunt_fact": "aunt"}
+    rules = [
+        Rule("aunt", (("v", "A"), ("v", "B")), (atom("sister", "A", "C"), atom("parent", "C", "B"))),
+        Rule("aunt", (("v", "A"), ("v", "B")), (atom("parent", "C", "B"), atom("sister", "C", "A"))),
+        Rule(
+            "aunt",
+            (("v", "A"), ("v", "B")),
+            (atom("sister", "C", "A"), atom("sister", "D", "C"), atom("parent", "D", "B")),
+        ),
+        Rule("aunt", (("v", "A"), ("v", "B")), (atom("sister", "A", "C"), atom("parent", "A", "B"))),  # not a chain
+    ]
+    assert [chain(r) is not None for r in rules] == [True, True, True, False]
+    assert chain(rules[1]) == [("sister", True), ("parent", False)]
+    db = {p: graph.pairs(r, ("facts", "train")) for p, r in sources.items()}
+    for rule, pairs in zip(rules, rule_pairs(graph, rules, sources), strict=True):
+        model = evaluate({a.predicate: set(db[a.predicate]) for a in rule.body}, [Rule("d", rule.head_args, rule.body)])
+        assert set(zip(*pairs.nonzero(), strict=True)) == model.get("d", set()), rule
+
+
+def test_many_paths_between_two_entities_count_once():
+    a = sparse.csr_matrix(np.ones((1, 300), dtype=np.float32))
+    b = sparse.csr_matrix(np.ones((300, 1), dtype=np.float32))
+    from nlndl.kg import boolean
+
+    assert boolean(a @ b).toarray().tolist() == [[1.0]], "300 paths: one pair (int8 products wrapped to 44)"
+
+
+def test_the_baseline_keeps_a_rule_whose_pairs_are_joined_by_hundreds_of_paths(tmp_path):
+    rows = [f"a\tp\tm{i}" for i in range(200)] + [f"m{i}\tq\tb" for i in range(200)] + ["a\tr\tb"]
+    directory = tmp_path / "dense"
+    directory.mkdir()
+    (directory / "train.txt").write_text("".join(r + "\n" for r in rows))
+    graph = Graph.read(directory)
+    texts = [text for text, _, _ in bench.path_rules(graph, "r")]
+    assert "r(X,Y) :- p(X,Z), q(Z,Y)" in texts
+    long = [text for text, _, _ in bench.path_rules(graph, "r", 3)]
+    assert set(texts) < set(long)
+
+
+def test_max_aggregation_ranks_by_the_best_rule_then_by_the_others():
+    one = sparse.csr_matrix(np.array([[1, 1, 0]], dtype=np.float32))
+    two = sparse.csr_matrix(np.array([[0, 1, 1]], dtype=np.float32))
+    three = sparse.csr_matrix(np.array([[0, 0, 1]], dtype=np.float32))
+    rules = [(one, 0.9), (two, 0.5), (three, 0.5)]
+    best = max_aggregate(rules, (1, 3)).toarray().ravel()
+    assert best[1] > best[0] > best[2], "0.9 and 0.5 above 0.9 alone, above 0.5 and 0.5"
+    noisy = aggregate(rules, (1, 3), "noisy-or").toarray().ravel()
+    assert noisy[1] > noisy[0] and noisy[2] == pytest.approx(0.75) and noisy[2] < noisy[0]
+    with pytest.raises(ValueError):
+        aggregate(rules, (1, 3), "mean")
+
+
+def test_a_relation_stops_once_its_clause_pool_stops_growing(tmp_path):
+    directory = families(tmp_path / "kg")
+    graph = Graph.read(directory)
+    patient = learn_relation(directory, graph, "aunt", KGConfig(time_limit=60, max_iters=2000, pool_patience=None))
+    quick = learn_relation(directory, graph, "aunt", KGConfig(time_limit=60, max_iters=2000, pool_patience=100))
+    assert quick.result.iterations < patient.result.iterations
+    assert {r for r, _ in quick.clauses} <= {r for r, _ in patient.clauses} | {r for r, _ in quick.clauses}
+    assert quick.clauses and quick.clauses[0][1] == 1.0
+
+
+def test_kg_train_writes_the_anyburl_rule_list_and_predicts_with_explanations(tmp_path):
+    directory = families(tmp_path / "kg", packed=True, crlf=True)
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["kg", "train", str(directory), "-D", str(out), "--relation", "aunt", *QUICK, "-q"])
+    assert result.exit_code == 0, result.output
+    lines = (out / "rules.tsv").read_text().splitlines()
+    assert lines and all(len(line.split("\t")) == 4 for line in lines)
+    predicted, correct, conf, rule = lines[0].split("\t")
+    assert int(correct) <= int(predicted) and float(conf) == pytest.approx(int(correct) / int(predicted), abs=1e-4)
+    assert rule.startswith("aunt(X,Y) <= ") and "sister(" in rule
+    record = json.loads((out / "rules.json").read_text())
+    assert (out / record["data"]).resolve() == directory.resolve()
+    asked = runner.invoke(app, ["kg", "predict", str(out), "--query", "aunt(s8, ?)", "-k", "3", "--json"])
+    assert asked.exit_code == 0, asked.output
+    answers = json.loads(asked.output)["answers"]
+    assert {a["entity"] for a in answers[:2]} == {"k8a", "k8b"} and not answers[0]["known"]
+    assert answers[0]["rules"][0]["confidence"] == 0.7, "14 of the 20 sister-of-a-parent pairs are known aunts"
+    heads = runner.invoke(app, ["kg", "predict", str(out), "--query", "aunt(?, k8a)", "-k", "1"])
+    assert heads.exit_code == 0 and "1. s8" in heads.output
+    for bad in ("aunt(s8, k8a)", "aunt s8", "aunt(?, ?)"):
+        assert runner.invoke(app, ["kg", "predict", str(out), "--query", bad]).exit_code == 2
+    missing = runner.invoke(app, ["kg", "predict", str(out), "--query", "uncle(s8, ?)"])
+    assert missing.exit_code == 1 and "no rules for 'uncle'" in missing.output
+
+
+def test_bench_kg_reads_the_standard_layout_and_reports_both_aggregations(tmp_path):
+    directory = families(tmp_path / "kg", packed=True)
+    report = tmp_path / "r.json"
+    result = runner.invoke(app, ["bench", "kg", str(directory), "--relation", "aunt", "--time-limit", "5",
+                                 "--json", str(report), "-q"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    data = json.loads(report.read_text())
+    assert data["nlndl"]["mrr"] == pytest.approx(1.0) and data["baseline"]["mrr"] == pytest.approx(1.0)
+    assert "nlndl_noisy_or" in data and "baseline_noisy_or" in data and data["peak_rss_mib"] > 0
+    assert "train.txt is the graph" in data["protocol"]["learning"]
