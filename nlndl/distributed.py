@@ -8,6 +8,7 @@ brought to rank 0 by :func:`gather`, which alone writes outputs.
 
 from __future__ import annotations
 
+import atexit
 import os
 from typing import Any, TypeVar
 
@@ -30,6 +31,7 @@ def process_rank(device: str = "cpu") -> Collective:
 
             torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
         dist.init_process_group("nccl" if device.startswith("cuda") else "gloo")
+        atexit.register(dist.destroy_process_group)  # gloo's threads joined before the interpreter ends
     return TorchCollective(device)
 
 

@@ -590,14 +590,14 @@ def train_kg(
 
     Each relation learned is kept in OUTPUT/rules.checkpoint until the program is written, so that a run
     interrupted (Ctrl-C, SIGTERM: Interrupted) continues with ``resume`` from the relations it had learned."""
-    from nlndl import kg_export
     from nlndl.distributed import process_rank
     from nlndl.kg import Graph, KGConfig, checked_relations, checkpoint_json, learn_graph
 
     config = config or KGConfig()
     graph = Graph.read(Path(directory), config.memory_limit)
     chosen = checked_relations(graph, relations, Path(directory))
-    alone = process_rank(config.device).size == 1
+    at = process_rank(config.device)
+    alone = at.size == 1
     if resume and not alone:
         raise JobError(f"{output}: error: --resume is not supported with several processes (torchrun)")
     saved = [kg_checkpoint_file(r) for r in chosen] if alone else []
@@ -625,8 +625,22 @@ def train_kg(
         count = sum((out.root / kg_checkpoint_file(r)).is_file() for r in chosen)
         where = f"kept in {out.root / KG_CHECKPOINT}; continue with --resume" if count else "nothing to keep"
         raise Interrupted.of(exc, f"interrupted: {count} of {len(chosen)} relations learned, {where}") from None
-    if learned is None:  # not rank 0 of a torchrun: rank 0 writes
+    if learned is None:  # not rank 0 of a torchrun: rank 0 writes, the others wait until it has
+        at.barrier()
         return KGTraining([], 0, True, [])
+    try:
+        return _write_kg(directory, graph, learned, config, out, kept, notes)
+    finally:
+        if not alone:
+            at.barrier()
+
+
+def _write_kg(
+    directory: Path, graph: object, learned: list, config: object, out: OutputDir, kept: dict, notes: list[str]
+) -> KGTraining:
+    """Rank 0's half of :func:`train_kg`: the learned relations written as one program, its closure checked."""
+    from nlndl import kg_export
+
     origin = Path(directory).name
     texts = {
         "rules.dl": kg_export.souffle_text(learned, origin),
@@ -637,7 +651,7 @@ def train_kg(
     }
     derived, agree = closure_agrees(graph, learned, texts["rules.lp"] + texts["facts.lp"])
     report = {
-        "data": os.path.relpath(Path(directory).resolve(), Path(output).resolve()),  # from the record's directory
+        "data": os.path.relpath(Path(directory).resolve(), out.root.resolve()),  # from the record's directory
         "config": asdict(config),
         "renamed": kg_export.renamed(learned),
         "resumed": sorted(kept),

@@ -189,9 +189,34 @@ def run(
     if learn:
         tell = (lambda i, count, r, done: progress(r) if done is not None else None) if progress else None
         got = learn_graph(directory, graph, chosen, config, tell)
-        if got is None:
+        at = process_rank(config.device)
+        if got is None:  # rank 0 ranks and reports; the others wait until it has
+            at.barrier()
             return None
         learned = {one.relation: one for one in got}
+        if at.size > 1:
+            try:
+                return _rank(directory, graph, every, chosen, learned, config, learn, progress, path_length, split,
+                             started)  # fmt: skip
+            finally:
+                at.barrier()
+    return _rank(directory, graph, every, chosen, learned, config, learn, progress, path_length, split, started)
+
+
+def _rank(
+    directory: Path,
+    graph: Graph,
+    every: list[str],
+    chosen: list[str],
+    learned: dict[str, RelationRules],
+    config: KGConfig,
+    learn: bool,
+    progress: Callable[[str], None] | None,
+    path_length: int,
+    split: str,
+    started: float,
+) -> dict[str, Any]:
+    """The ranking half of :func:`run` (rank 0 alone under torchrun): each relation's rows and the totals."""
     learned_seconds = round(time.perf_counter() - started, 1)
     rows, base_all, base_or, nln_all, nln_or, alone_all = [], [], [], [], [], []
     n = len(graph.entities)
