@@ -17,13 +17,18 @@ from nlndl.defaults import MAX_NOISE
 HELD_SLOTS, HELD_LABELS = "holdout/slots", "holdout/labels"
 
 
+def held_out(fraction: float, count: int) -> int:
+    """How many of a class of ``count`` examples are held out: the fraction, rounded down."""
+    return int(fraction * count + 1e-9)
+
+
 def held_counts(program: CompiledProgram, fraction: float) -> tuple[int, int]:
     """The positive and negative examples :func:`hold_out` would hold out of ``program`` at ``fraction``."""
     positives = negatives = 0
     for world in program.worlds:
         labels = world.example_labels
-        positives += int(fraction * int((labels > 0.5).sum()) + 1e-9)
-        negatives += int(fraction * int((labels <= 0.5).sum()) + 1e-9)
+        positives += held_out(fraction, int((labels > 0.5).sum()))
+        negatives += held_out(fraction, int((labels <= 0.5).sum()))
     return positives, negatives
 
 
@@ -44,7 +49,7 @@ def hold_out(program: CompiledProgram, fraction: float, seed: int) -> tuple[Comp
         labels = world.example_labels
         chosen = []
         for cls in (np.flatnonzero(labels > 0.5), np.flatnonzero(labels <= 0.5)):
-            chosen.append(rng.choice(cls, int(fraction * cls.size + 1e-9), replace=False))
+            chosen.append(rng.choice(cls, held_out(fraction, cls.size), replace=False))
         out = np.zeros(labels.size, dtype=bool)
         out[np.concatenate(chosen).astype(np.int64)] = True
         held += int(out.sum())

@@ -110,10 +110,14 @@ def changed_inputs(checkpoint: Path, program: CompiledProgram) -> list[str]:
         return [f"{TRAINED_ON} is missing, so what it was trained on is unknown"]
     except (OSError, ValueError, KeyError, TypeError):
         return [f"{TRAINED_ON} is damaged, so what it was trained on is unknown"]
-    now = program.inputs
-    out = [f"{name} changed" for name in sorted(set(saved) & set(now)) if saved[name] != now[name]]
-    out += [f"{name} is read now and was not then" for name in sorted(set(now) - set(saved))]
-    out += [f"{name} was read then and is not now" for name in sorted(set(saved) - set(now))]
+    return changed_files(saved, program.inputs)
+
+
+def changed_files(then: dict[str, str], now: dict[str, str]) -> list[str]:
+    """What differs between two records of files by SHA-256 (name -> digest): changed, new, gone."""
+    out = [f"{name} changed" for name in sorted(set(then) & set(now)) if then[name] != now[name]]
+    out += [f"{name} is read now and was not then" for name in sorted(set(now) - set(then))]
+    out += [f"{name} was read then and is not now" for name in sorted(set(then) - set(now))]
     return out
 
 
@@ -534,13 +538,13 @@ def kg_checkpoint_file(relation: str) -> str:
 
 def kg_stamp(directory: Path, config: object) -> dict:
     """What a kg train checkpoint was learned from: each triple file's SHA-256 and the settings."""
-    from nlndl.compiler.triples import SPLITS
+    from nlndl.compiler.triples import SPLITS, split_path
 
     files = {}
     for name in (*SPLITS, "entities"):
-        for path in (Path(directory) / f"{name}.txt",):
-            if path.is_file():
-                files[path.name] = hashlib.sha256(path.read_bytes()).hexdigest()
+        path = split_path(Path(directory), name)  # <name>.txt, or <name>.txt.gz
+        if path.is_file():
+            files[path.name] = hashlib.sha256(path.read_bytes()).hexdigest()
     settings = {k: v for k, v in asdict(config).items() if k != "device"}
     return {"files": files, "config": settings}
 
@@ -560,8 +564,7 @@ def kg_kept(out: OutputDir, stamp: dict, chosen: list[str], graph: object) -> di
             continue
         try:
             data = json.loads(path.read_text())
-            changed = [f"{n} changed" for n in sorted(set(stamp["files"]) | set(data["stamp"]["files"]))
-                       if stamp["files"].get(n) != data["stamp"]["files"].get(n)]  # fmt: skip
+            changed = changed_files(data["stamp"]["files"], stamp["files"])
             changed += [f"--{k.replace('_', '-')} was {v!r}, is {stamp['config'].get(k)!r}"
                         for k, v in data["stamp"]["config"].items() if stamp["config"].get(k) != v]  # fmt: skip
             if changed:

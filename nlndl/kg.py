@@ -175,23 +175,29 @@ def rule_pairs(graph: Graph, rules: list[Rule], sources: dict[str, str]) -> list
 class PoolJudge:
     """Whether a clause read out improves a relation's clause pool: it raises the best confidence with which
     some known triple of the relation is derived, so that max-aggregation would rank that triple higher. Each
-    clause's pairs and confidence are computed once (by :func:`rule_pairs`) and kept for the ranking."""
+    clause's pairs and confidence are computed once (:meth:`rate`) and kept for the ranking."""
 
     def __init__(self, graph: Graph, target: str, sources: dict[str, str]) -> None:
         self.graph, self.target, self.sources = graph, target, sources
         self.known = graph.relation_matrix(target)
         self.best = np.zeros(self.known.nnz, dtype=np.float64)  # per known pair, in the matrix's order
         self.pairs: dict[Rule, sparse.csr_matrix] = {}
+        self.rated: dict[Rule, tuple[float, int]] = {}  # (confidence, support)
+
+    def rate(self, rule: Rule) -> tuple[float, int]:
+        """The (confidence, support) of ``rule`` on the known triples, its pairs kept in :attr:`pairs`."""
+        if rule not in self.rated:
+            (self.pairs[rule],) = rule_pairs(self.graph, [rule], self.sources)
+            self.rated[rule] = confidence(self.pairs[rule], self.known)
+        return self.rated[rule]
 
     def __call__(self, rule: Rule) -> bool:
         if restates(rule, self.target, self.sources):
             return False
-        (pairs,) = rule_pairs(self.graph, [rule], self.sources)
-        self.pairs[rule] = pairs
-        conf, support = confidence(pairs, self.known)
+        conf, support = self.rate(rule)
         if support < MIN_SUPPORT:
             return False
-        better = _hits(self.known, pairs) & (conf > self.best)
+        better = _hits(self.known, self.pairs[rule]) & (conf > self.best)
         self.best[better] = conf
         return bool(better.any())
 
@@ -241,10 +247,10 @@ class RelationRules:
         chosen = self.clauses if clauses else self.program
         return aggregate([(self.pairs[r], c) for r, c in chosen], shape, how)
 
-    def counts(self, rule: Rule) -> dict[str, int]:
-        """The pairs ``rule`` derives on the known triples (predicted) and the known ones among them (correct)."""
+    def counts(self, rule: Rule, confidence: float) -> dict[str, int]:
+        """The pairs ``rule`` (of that ``confidence``) derives on the known triples (predicted) and the known ones
+        among them (correct)."""
         predicted = int(self.pairs[rule].nnz) if rule in self.pairs else 0
-        confidence = dict(self.clauses).get(rule, dict(self.program).get(rule, 0.0))
         return {"predicted": predicted, "correct": round(confidence * predicted)}
 
     def to_json(self) -> dict[str, Any]:
@@ -253,7 +259,7 @@ class RelationRules:
             "rules": [render(r) for r, _ in self.program],
             "confidences": [round(c, 4) for _, c in self.program],
             "clauses": [
-                {"rule": render(r), "confidence": round(c, 4), **self.counts(r), "clause": rule_json(r)}
+                {"rule": render(r), "confidence": round(c, 4), **self.counts(r, c), "clause": rule_json(r)}
                 for r, c in self.clauses
             ],
             "sources": self.sources,
@@ -373,11 +379,8 @@ def learn_relation(directory: Path, graph: Graph, target: str, config: KGConfig)
         raise JobError(f"{directory}: error: relation {target!r}: {exc}") from None
     seconds = time.perf_counter() - start
     rules = list(dict.fromkeys([*result.rules, *result.clauses]))
-    fresh = [r for r in rules if r not in judge.pairs]
-    pairs = {**judge.pairs, **dict(zip(fresh, rule_pairs(graph, fresh, sources), strict=True))}
-    pairs = {r: pairs[r] for r in rules}
-    known = graph.matrix(graph.pairs(target, KNOWN))
-    rated = {r: confidence(p, known) for r, p in pairs.items()}
+    rated = {r: judge.rate(r) for r in rules}  # most were rated as they were read out
+    pairs = {r: judge.pairs[r] for r in rules}
     program_rules = [(r, rated[r][0]) for r in result.rules]
     ranking = [
         (r, c) for r, (c, support) in rated.items() if support >= MIN_SUPPORT and not restates(r, target, sources)

@@ -105,7 +105,7 @@ def anyburl_text(learned: list[RelationRules]) -> str:
     rows = []
     for one in learned:
         for rule, conf in one.clauses:
-            counts = one.counts(rule)
+            counts = one.counts(rule, conf)
             rows.append((-conf, f"{counts['predicted']}\t{counts['correct']}\t{conf:.6f}\t{anyburl_rule(rule, one)}"))
     return "".join(line + "\n" for _, line in sorted(rows, key=lambda r: r[0]))
 

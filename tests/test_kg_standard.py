@@ -169,3 +169,10 @@ def test_bench_kg_reads_the_standard_layout_and_reports_both_aggregations(tmp_pa
     assert data["nlndl"]["mrr"] == pytest.approx(1.0) and data["baseline"]["mrr"] == pytest.approx(1.0)
     assert "nlndl_noisy_or" in data and "baseline_noisy_or" in data and data["peak_rss_mib"] > 0
     assert "train.txt is the graph" in data["protocol"]["learning"]
+
+
+def test_a_kg_train_checkpoint_stamps_gzipped_triple_files(tmp_path):
+    from nlndl.jobs import kg_stamp
+
+    files = kg_stamp(families(tmp_path / "kg", packed=True), KGConfig())["files"]
+    assert set(files) == {"train.txt.gz", "valid.txt.gz", "test.txt.gz"}

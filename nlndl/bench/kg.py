@@ -186,21 +186,19 @@ def run(
     every = checked_relations(graph, relations, directory)
     chosen = tested_relations(graph, every, directory, split)
     learned: dict[str, RelationRules] = {}
+    at = process_rank(config.device)
     if learn:
         tell = (lambda i, count, r, done: progress(r) if done is not None else None) if progress else None
         got = learn_graph(directory, graph, chosen, config, tell)
-        at = process_rank(config.device)
         if got is None:  # rank 0 ranks and reports; the others wait until it has
             at.barrier()
             return None
         learned = {one.relation: one for one in got}
-        if at.size > 1:
-            try:
-                return _rank(directory, graph, every, chosen, learned, config, learn, progress, path_length, split,
-                             started)  # fmt: skip
-            finally:
-                at.barrier()
-    return _rank(directory, graph, every, chosen, learned, config, learn, progress, path_length, split, started)
+    try:
+        return _rank(directory, graph, every, chosen, learned, config, learn, progress, path_length, split, started)
+    finally:
+        if learn and at.size > 1:
+            at.barrier()
 
 
 def _rank(
