@@ -82,7 +82,11 @@ def compile_sketch(
         steps=steps,
         symbols=symbols.to_json(),
         relations={
-            name: {"types": [a.type for a in decl.attributes], "learned": name in checked.learned}
+            name: {
+                "types": [a.type for a in decl.attributes],
+                "attributes": [a.name for a in decl.attributes],
+                "learned": name in checked.learned,
+            }
             for name, decl in checked.relations.items()
         },
         learned=learned,

@@ -57,16 +57,25 @@ class Names:
 
 
 def render(
-    rule: Rule, negation: str = "!", names: Callable[[str], str] = str, symbols: SymbolTable | None = None
+    rule: Rule,
+    negation: str = "!",
+    names: Callable[[str], str] = str,
+    symbols: SymbolTable | None = None,
+    anonymous: bool = False,
 ) -> str:
     """Datalog text of a rule; ``negation`` is ``!`` (Soufflé) or ``not `` (clingo); constants (interned ids)
-    are written as ``symbols`` has them."""
+    are written as ``symbols`` has them; with ``anonymous``, a variable that occurs once in the rule is
+    written ``_``, as the engines expect of a program file (Soufflé warns of a named one)."""
+    once = set()
+    if anonymous:
+        seen = [v for args in (rule.head_args, *(a.args for a in rule.body)) for kind, v in args if kind == "v"]
+        once = {v for v in seen if seen.count(v) == 1}
 
     def term(arg: Arg) -> str:
         kind, value = arg
         if kind == "c" and symbols is not None:
             return symbols.render(int(value))
-        return str(value)
+        return "_" if kind == "v" and value in once else str(value)
 
     def atom(a: BodyAtom | None, pred: str, args: tuple[Arg, ...]) -> str:
         text = f"{names(pred)}({', '.join(term(v) for v in args)})"

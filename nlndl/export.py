@@ -30,12 +30,14 @@ def souffle_text(program: CompiledProgram, rules: list[Rule], origin: str) -> st
     types = sorted({t for name in relations for t in program.relations[name]["types"]})
     lines += [f".type {t} <: {program.types[t]}" for t in types if t not in ("symbol", "number")]
     for name in relations:
-        attrs = ", ".join(f"a{i}: {t}" for i, t in enumerate(program.relations[name]["types"]))
+        relation = program.relations[name]
+        declared = relation.get("attributes") or [f"a{i}" for i in range(len(relation["types"]))]
+        attrs = ", ".join(f"{a}: {t}" for a, t in zip(declared, relation["types"], strict=True))
         lines.append(f".decl {names(name)}({attrs})")
     lines += [f".input {names(n)}" for n in relations if n not in program.learned]
     lines += [f".output {names(n)}" for n in relations if n in program.learned]
     lines.append("")
-    lines += [render(r, "!", names, symbols) for r in rules]
+    lines += [render(r, "!", names, symbols, anonymous=True) for r in rules]
     return "\n".join(lines) + "\n"
 
 
@@ -44,7 +46,7 @@ def clingo_text(program: CompiledProgram, rules: list[Rule], origin: str) -> str
     lines = [f"% Learned by nlndl {__version__} from {origin} (sketch sha256 {program.sketch_hash[:16]}...)"]
     lines += names.header("%")
     lines.append("% facts: one <name>.<world>.facts.lp file per world")
-    lines += [render(r, "not ", names, symbols) for r in rules]
+    lines += [render(r, "not ", names, symbols, anonymous=True) for r in rules]
     for name in program.learned:
         lines.append(f"#show {names(name)}/{len(program.relations[name]['types'])}.")
     return "\n".join(lines) + "\n"

@@ -331,9 +331,9 @@ def plan_training(
     )
     record = {
         "nlndl": __version__,
-        "sketch": str(sketch.resolve()),
-        "fact_dir": str(Path(fact_dir).resolve()) if fact_dir else None,
-        "background": [str(b.resolve()) for b in background],
+        "sketch": from_record(sketch, out.root),  # relative to the record's directory, so that both may move
+        "fact_dir": from_record(Path(fact_dir), out.root) if fact_dir else None,
+        "background": [from_record(b, out.root) for b in background],
         "seed": seed,
         "class_weight": class_weight,
         "subgraph": subgraph,
@@ -341,6 +341,19 @@ def plan_training(
         "processes": collective.size,
     }
     return TrainPlan(sketch, program, stem, out, config, resume, record, notes, collective)
+
+
+def from_record(path: Path, directory: Path) -> str:
+    """``path`` as a record in ``directory`` names it: relative to that directory (absolute on another drive)."""
+    try:
+        return os.path.relpath(Path(path).resolve(), Path(directory).resolve())
+    except ValueError:  # Windows: no relative path between drives
+        return str(Path(path).resolve())
+
+
+def recorded_path(results: Path, text: str) -> Path:
+    """A path a record names, relative to the record's directory (older records hold absolute ones)."""
+    return Path(results).parent / text
 
 
 def read_record(results: Path) -> dict:
@@ -372,13 +385,13 @@ def export_text(results: Path, dialect: str = "souffle") -> str:
     """The rules a ``train`` recorded in ``results``, as Soufflé (``.dl``) or clingo (``.lp``) Datalog. The
     sketch is compiled again (with the subgraph trained on, cheap where the whole world is not) for its names."""
     record = read_record(results)
-    sketch = Path(record["sketch"])
+    sketch = recorded_path(results, record["sketch"])
     if not sketch.exists():
         raise JobError(f"{results}: error: its sketch {sketch} no longer exists")
     program = compile_program(
         sketch,
-        Path(record["fact_dir"]) if record.get("fact_dir") else None,
-        background=[Path(b) for b in record.get("background", [])],
+        recorded_path(results, record["fact_dir"]) if record.get("fact_dir") else None,
+        background=[recorded_path(results, b) for b in record.get("background", [])],
         seed=int(record.get("seed", 0)),
         subgraph=record.get("subgraph"),
     )
@@ -440,7 +453,7 @@ def tanner_graph(matrix: Path | None = None, generate: str | None = None, seed: 
 
 
 def saved_tanner_graph(directory: Path) -> TannerGraph:
-    """The Tanner graph ``nlndl ldpc compile -o DIR`` saved (a located JobError on anything else)."""
+    """The Tanner graph ``nlndl ldpc compile -D DIR`` saved (a located JobError on anything else)."""
     try:
         return TannerGraph.load(Path(directory))
     except ValueError as exc:
@@ -545,7 +558,9 @@ def kg_stamp(directory: Path, config: object) -> dict:
         path = split_path(Path(directory), name)  # <name>.txt, or <name>.txt.gz
         if path.is_file():
             files[path.name] = hashlib.sha256(path.read_bytes()).hexdigest()
-    settings = {k: v for k, v in asdict(config).items() if k != "device"}
+    settings = {
+        k: v for k, v in asdict(config).items() if k not in ("device", "jobs")
+    }  # the result does not depend on them
     return {"files": files, "config": settings}
 
 

@@ -27,6 +27,7 @@ from nlndl.compiler.triples import FACT, KGSketch, Triple, kg_sketch, read_split
 from nlndl.datalog import render
 from nlndl.defaults import (
     COMPILE_MEMORY_BYTES,
+    KG_JOBS,
     KG_NEGATIVES,
     KG_NOISE,
     KG_PATIENCE,
@@ -95,6 +96,11 @@ class Graph:
             return sparse.csr_matrix((n, n), dtype=np.float32)
         h, t = np.array(sorted(pairs)).T
         return sparse.csr_matrix((np.ones(h.size, dtype=np.float32), (h, t)), shape=(n, n))
+
+
+def read_graph(directory: Path, memory_limit: int | None = None) -> Graph:
+    """:meth:`Graph.read`, as a module-level function that a worker process can be handed."""
+    return Graph.read(directory, memory_limit)
 
 
 def confidence(body: sparse.csr_matrix, known: sparse.csr_matrix) -> tuple[float, int]:
@@ -225,6 +231,7 @@ class KGConfig:
     train_memory: int = TRAIN_MEMORY_BYTES  # each relation's training fitted to it (recomputed steps, fewer restarts)
     noise_patience: int = KG_PATIENCE  # iterations an accepted best may go unimproved before training stops
     pool_patience: int | None = KG_POOL_PATIENCE  # iterations without a new clause before training stops
+    jobs: int = KG_JOBS  # relations learned at once, each by a worker process (0: one per core)
 
 
 @dataclass
@@ -399,26 +406,54 @@ def learn_graph(
     kept: dict[str, RelationRules] | None = None,
     keep: Callable[[RelationRules], None] | None = None,
 ) -> list[RelationRules] | None:
-    """The given relations of ``graph`` (read from ``directory``), learned one after another or, under torchrun,
-    shared round robin among the processes and gathered on rank 0 in the given order (None on the other ranks);
-    ``progress`` is told (index, count, relation, None) before and (..., learned) after each. A relation in
-    ``kept`` (learned by an earlier, interrupted run) is taken from there; ``keep`` is given each one learned."""
+    """The given relations of ``graph`` (read from ``directory``), learned by ``config.jobs`` worker processes
+    at once (:mod:`nlndl.workers`) or, under torchrun, shared round robin among the processes and gathered on
+    rank 0 in the given order (None on the other ranks); ``progress`` is told (index, count, relation, None)
+    as each is started and (..., learned) as it is done. A relation in ``kept`` (learned by an earlier,
+    interrupted run) is taken from there; ``keep`` is given each one learned."""
+    from nlndl.workers import learn_in_workers, one_thread
+
     at = process_rank(config.device)
     kept = kept or {}
-    out = []
-    for target in share(relations, at):
-        i = relations.index(target)
-        if target in kept:
-            out.append(kept[target])
-        else:
-            if progress:
-                progress(i, len(relations), target, None)
-            out.append(learn_relation(directory, graph, target, config))
-            if keep:
-                keep(out[-1])
+    mine = share(relations, at)
+    done: dict[str, RelationRules] = {}
+
+    def started(target: str) -> None:
         if progress:
-            progress(i, len(relations), target, out[-1])
-    return gather(out, at)
+            progress(relations.index(target), len(relations), target, None)
+
+    def finished(one: RelationRules) -> None:
+        done[one.relation] = one
+        if keep:
+            keep(one)
+        if progress:
+            progress(relations.index(one.relation), len(relations), one.relation, one)
+
+    for target in mine:
+        if target in kept:
+            done[target] = kept[target]
+            if progress:
+                progress(relations.index(target), len(relations), target, kept[target])
+    todo = [r for r in mine if r not in kept]
+    workers = worker_processes(config, len(todo))
+    if workers > 1:
+        learn_in_workers(read_graph, learn_relation, directory, todo, config, workers, started, finished)
+    else:
+        with one_thread():
+            for target in todo:
+                started(target)
+                finished(learn_relation(directory, graph, target, config))
+    return gather([done[r] for r in mine], at)
+
+
+def worker_processes(config: KGConfig, relations: int) -> int:
+    """The worker processes that learn ``relations`` relations at once (:mod:`nlndl.workers`): one, learning
+    in this process, under torchrun (which shares the relations among its processes) or on a GPU."""
+    from nlndl.workers import worker_count
+
+    if process_rank(config.device).size > 1 or config.device != "cpu":
+        return 1
+    return worker_count(config.jobs, relations, config.train_memory)
 
 
 def checked_relations(graph: Graph, relations: list[str] | None, directory: Path) -> list[str]:

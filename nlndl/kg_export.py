@@ -58,7 +58,7 @@ def souffle_text(learned: list[RelationRules], origin: str) -> str:
     lines += [f".input {names(ident)}" for ident in held]
     lines += [f".output {names(one.head)}" for one in learned]
     for one in learned:
-        lines += ["", f"// {comment(one.relation)}"] + [render(r, "!", names) for r, _ in one.program]
+        lines += ["", f"// {comment(one.relation)}"] + [render(r, "!", names, anonymous=True) for r, _ in one.program]
     return "\n".join(lines) + "\n"
 
 
@@ -68,7 +68,7 @@ def clingo_text(learned: list[RelationRules], origin: str) -> str:
     lines.append("% facts: facts.lp (facts.txt and train.txt): clingo rules.lp facts.lp")
     lines += renamed_header(learned, "%")
     for one in learned:
-        lines += [f"% {comment(one.relation)}"] + [render(r, "not ", names) for r, _ in one.program]
+        lines += [f"% {comment(one.relation)}"] + [render(r, "not ", names, anonymous=True) for r, _ in one.program]
     lines += [f"#show {names(one.head)}/2." for one in learned]
     return "\n".join(lines) + "\n"
 

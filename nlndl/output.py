@@ -1,7 +1,7 @@
 """Writing result files safely: every path checked before long work starts, files written whole or not at all,
 and nothing replaced or deleted that nlndl did not write.
 
-Files whose names nlndl derives (``nlndl train -D OUT``, ``compile -o DIR``, ``ldpc train -o DIR``) go into an
+Files whose names nlndl derives (``nlndl train -D OUT``, ``compile -D DIR``, ``ldpc train -D DIR``) go into an
 :class:`OutputDir`. Its manifest ``.nlndl-manifest.json`` records each file nlndl wrote there with its SHA-256; a
 file may be replaced or removed only while the manifest lists it with its current contents. New contents are
 written to temporary files in the same directory and renamed into place once all of them are complete, and no

@@ -2,9 +2,10 @@
 
 The protocol of the rule-learning literature (Neural LP and its successors): each test triple r(h, t) is
 asked in both directions, r(h, ?) and r(?, t); every entity is a candidate, scored by the rules that derive
-it (noisy-or of their confidences, 0 where none does); candidates that are other known true triples are
-removed (filtered); the rank of the answer among the rest counts tied candidates at the mean rank of the
-tied group, so that an answer tied with many others is not ranked first.
+it (the best confidence among them, or their noisy-or; 0 where none does); candidates of equal score are
+ordered by how often they answer the relation in the known triples (the rules without a body); candidates
+that are other known true triples are removed (filtered); the rank of the answer among the rest counts tied
+candidates at the mean rank of the tied group, so that an answer tied with many others is not ranked first.
 """
 
 from __future__ import annotations
@@ -49,16 +50,31 @@ def metrics(ranks: np.ndarray) -> Metrics:
     )
 
 
-def mean_rank(scores: np.ndarray, answer: int, filtered: np.ndarray) -> float:
+def mean_rank(scores: np.ndarray, answer: int, filtered: np.ndarray, prior: np.ndarray | None = None) -> float:
     """Rank of ``answer`` among ``scores`` (higher is better), the ``filtered`` candidates left out, ties
-    counted at the mean rank of the tied group."""
+    counted at the mean rank of the tied group. With a ``prior``, candidates of equal score are ordered by it
+    (lexicographically: it never overrides a score), and only those equal in both are tied."""
     keep = np.ones(scores.size, dtype=bool)
     keep[filtered] = False
     keep[answer] = True
     own = scores[answer]
-    better = int(np.count_nonzero(scores[keep] > own))
-    tied = int(np.count_nonzero(scores[keep] == own))  # the answer among them
+    kept = scores[keep]
+    if prior is None:
+        better = int(np.count_nonzero(kept > own))
+        tied = int(np.count_nonzero(kept == own))  # the answer among them
+        return better + (tied + 1) / 2
+    rest, mine = prior[keep], prior[answer]
+    same = kept == own
+    better = int(np.count_nonzero(kept > own)) + int(np.count_nonzero(same & (rest > mine)))
+    tied = int(np.count_nonzero(same & (rest == mine)))
     return better + (tied + 1) / 2
+
+
+def popularity(known: sparse.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
+    """(per entity, the known pairs it is the tail of; ... the head of): the order in which a query
+    ``r(h, ?)`` (tails) or ``r(?, t)`` (heads) takes candidates that no rule tells apart. These are the rules
+    without a body, ``r(X, c)`` and ``r(c, Y)``, whose confidence grows with that count."""
+    return np.asarray(known.sum(axis=0)).ravel(), np.asarray(known.sum(axis=1)).ravel()
 
 
 def noisy_or(rules: list[tuple[Pairs, float]], shape: tuple[int, int]) -> sparse.csr_matrix:
@@ -95,19 +111,26 @@ def aggregate(rules: list[tuple[Pairs, float]], shape: tuple[int, int], how: str
     return max_aggregate(rules, shape) if how == "max" else noisy_or(rules, shape)
 
 
-def ranks(scores: sparse.csr_matrix, test: list[tuple[int, int]], known: set[tuple[int, int]]) -> np.ndarray:
+def ranks(
+    scores: sparse.csr_matrix,
+    test: list[tuple[int, int]],
+    known: set[tuple[int, int]],
+    prior: tuple[np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray:
     """The ranks of every test pair (h, t) asked both ways: among the tails of h and among the heads of t,
-    the other ``known`` true pairs filtered out."""
+    the other ``known`` true pairs filtered out; candidates of equal score ordered by ``prior`` (tails, heads:
+    :func:`popularity`) where given."""
     by_head: dict[int, list[int]] = {}
     by_tail: dict[int, list[int]] = {}
     for h, t in known:
         by_head.setdefault(h, []).append(t)
         by_tail.setdefault(t, []).append(h)
     columns = scores.tocsc()
+    tails, heads = prior if prior is not None else (None, None)
     out = []
     for h, t in test:
         row = scores.getrow(h).toarray().ravel()
-        out.append(mean_rank(row, t, np.array(by_head.get(h, []), dtype=np.int64)))
+        out.append(mean_rank(row, t, np.array(by_head.get(h, []), dtype=np.int64), tails))
         col = columns.getcol(t).toarray().ravel()
-        out.append(mean_rank(col, h, np.array(by_tail.get(t, []), dtype=np.int64)))
+        out.append(mean_rank(col, h, np.array(by_tail.get(t, []), dtype=np.int64), heads))
     return np.array(out)

@@ -78,9 +78,15 @@ def test_train_chains_a_learned_program_as_background(tmp_path):
     assert gt.exit_code == 0, gt.output
     assert json.loads(gt.output)["rules"] == ["gt(A, B) :- lt(B, A)."]
     record = json.loads((tmp_path / "gt" / "gt.json").read_text())
-    assert record["background"] == [str((tmp_path / "lt" / "lt.dl").resolve())]
+    assert record["background"] == ["../lt/lt.dl"] and record["sketch"] == "../gt.dl", "relative to the record"
     exported = runner.invoke(app, ["export", str(tmp_path / "gt" / "gt.json"), "--format", "clingo"])
     assert exported.exit_code == 0 and "gt(A, B) :- lt(B, A)." in exported.output
+    moved = tmp_path / "elsewhere"
+    moved.mkdir()
+    for name in ("gt", "lt", "gt.dl"):
+        (tmp_path / name).rename(moved / name)
+    again = runner.invoke(app, ["export", str(moved / "gt" / "gt.json"), "--format", "clingo"])
+    assert again.exit_code == 0 and "gt(A, B) :- lt(B, A)." in again.output, "the record moved with its inputs"
 
 
 def test_background_errors_are_located(tmp_path):

@@ -69,3 +69,35 @@ def test_a_body_atom_that_keeps_a_clause_from_its_positives_is_dropped():
     rules, score = learner.best_rules(model)
     assert score.solved
     assert "target(A, B) :- zero(A), zero(B)." in [render(r) for r in rules]
+
+
+def test_exported_programs_write_a_variable_used_once_as_an_underscore(tmp_path):
+    from typer.testing import CliRunner
+
+    from nlndl.cli import app
+    from nlndl.compiler.crisp import BodyAtom, Rule
+
+    rule = Rule("p", (("v", "A"),), (BodyAtom("q", (("v", "A"), ("v", "B"))), BodyAtom("r", (("v", "B"),))))
+    lonely = Rule("p", (("v", "A"),), (BodyAtom("q", (("v", "A"), ("v", "C"))),))
+    assert render(lonely) == "p(A) :- q(A, C).", "shown as learned"
+    assert render(lonely, anonymous=True) == "p(A) :- q(A, _)."
+    assert render(rule, anonymous=True) == "p(A) :- q(A, B), r(B).", "a variable used twice keeps its name"
+    sketch = Path("examples/ilp/dilp/son/sketch.dl")
+    out = tmp_path / "son"
+    runner = CliRunner()
+    trained = runner.invoke(app, ["train", str(sketch), "-D", str(out), "--json"])
+    assert trained.exit_code == 0, trained.output
+    texts = [p.read_text() for p in out.glob("*.dl")]
+    assert any("_)" in t or "(_" in t for t in texts), "son's invented pred1(A) :- brother(A, B) has a singleton"
+    for path in out.glob("*.dl"):
+        checked = runner.invoke(app, ["check", str(path), str(sketch)])
+        assert checked.exit_code == 0, checked.output
+
+
+def test_exported_declarations_keep_the_sketchs_attribute_names(tmp_path):
+    program = api.compile("examples/ilp/less_than/sketch.dl")
+    result = api.train(program, seed=0)
+    assert result.solved
+    api.export(tmp_path, "lt", program, result)
+    text = (tmp_path / "lt.dl").read_text()
+    assert ".decl lt(x: Num, y: Num)" in text and ".decl succ(x: Num, y: Num)" in text

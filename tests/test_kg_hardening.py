@@ -242,8 +242,8 @@ def test_kg_train_keeps_what_it_learned_when_stopped_and_resumes(tmp_path, monke
             raise stop()
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(kg, "learn_relation", stopped_at_the_third)
-    result = invoke("kg", "train", graph, "-D", out, *QUICK)
+    monkeypatch.setattr(kg, "learn_relation", stopped_at_the_third)  # in this process: --jobs 1
+    result = invoke("kg", "train", graph, "-D", out, *QUICK, "--jobs", "1")
     assert result.exit_code == code, result.output
     assert "interrupted: 2 of 4 relations learned, kept in" in result.output and "--resume" in result.output
     assert len(list((out / "rules.checkpoint").glob("*.json"))) == 2 and not (out / "rules.dl").exists()

@@ -14,7 +14,7 @@ from nlndl.cli import app
 from nlndl.compiler.crisp import BodyAtom, Rule
 from nlndl.engines import clingo_model
 from nlndl.kg import Graph, confidence, rule_pairs
-from nlndl.ranking import mean_rank, metrics, noisy_or, ranks
+from nlndl.ranking import mean_rank, metrics, noisy_or, popularity, ranks
 
 runner = CliRunner()
 
@@ -130,3 +130,19 @@ def test_kg_train_refuses_before_learning_and_keeps_the_users_files(tmp_path):
     empty = runner.invoke(app, ["kg", "train", str(directory), "--relation", "parent", "-D", str(tmp_path / "o2")])
     assert empty.exit_code == 1 and f"{directory / 'train.txt'}: error: no triple of 'parent'" in empty.output
     assert not (tmp_path / "o2").exists()
+
+
+def test_a_prior_orders_only_candidates_of_equal_score():
+    scores = np.array([0.9, 0.0, 0.0, 0.0, 0.5])
+    prior = np.array([0.0, 1.0, 3.0, 2.0, 0.0])
+    none = np.array([], dtype=np.int64)
+    assert mean_rank(scores, 4, none, prior) == 2, "the prior never lifts a candidate over a better score"
+    assert mean_rank(scores, 2, none, prior) == 3, "best of the unscored by the prior"
+    assert mean_rank(scores, 1, none, prior) == 5
+    assert mean_rank(scores, 1, none, np.zeros(5)) == mean_rank(scores, 1, none), "an even prior ties as before"
+
+
+def test_popularity_counts_the_known_pairs_each_entity_answers():
+    known = sparse.csr_matrix(np.array([[0, 1, 1], [0, 0, 1], [0, 0, 0]], dtype=np.float32))
+    tails, heads = popularity(known)
+    assert tails.tolist() == [0, 1, 2] and heads.tolist() == [2, 1, 0]

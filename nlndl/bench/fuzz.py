@@ -308,10 +308,11 @@ def run_kg_case(case: Case, workdir: Path, invoke: Callable[[list[str]], tuple[i
             (root / name).parent.mkdir(parents=True, exist_ok=True)
             (root / name).write_bytes(raw)
     before = {p: p.read_bytes() for p in data.iterdir()}
-    runs = [["kg", "sketch", str(data), "--target", case.target, "-o", str(out), *case.options]]
+    runs = [["kg", "sketch", str(data), "--relation", case.target, "-D", str(out), *case.options]]
     if case.kg_train:
+        # in this process (--jobs 1): the hang timer is per input, and workers would start torch again
         runs.append(["kg", "train", str(data), "-D", str(trained), "--max-iters", "3", "--time-limit", "1", "-q",
-                     *case.options])  # fmt: skip
+                     "--jobs", "1", *case.options])  # fmt: skip
     outcome = run_commands(runs, invoke)
     changed = [str(p) for p, raw in before.items() if not p.is_file() or p.read_bytes() != raw]
     for root in (out, trained):

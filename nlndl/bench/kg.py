@@ -4,8 +4,9 @@ The baseline mines, for a target relation r, every rule r(X, Y) :- p(X, Y) and r
 over the graph's relations, each atom possibly inverted (p(Y, X)), on facts.txt + train.txt; a rule's
 confidence is its support (known r pairs it derives) over its body count (pairs it derives). Learned
 Datalog rules are scored the same way: each rule's derived pairs, by the crisp evaluator, with its
-confidence on the same triples. Candidates are ranked by the noisy-or of the confidences of the rules that
-derive them (nlndl.ranking), filtered, both directions, mean-rank ties.
+confidence on the same triples. Candidates are ranked by the best confidence of the rules that derive them
+(and, beside it, their noisy-or), those of equal score by how often they answer the relation in the known
+triples (nlndl.ranking), filtered, both directions, mean-rank ties.
 """
 
 from __future__ import annotations
@@ -32,8 +33,9 @@ from nlndl.kg import (
     checked_relations,
     confidence,
     learn_graph,
+    worker_processes,
 )
-from nlndl.ranking import Metrics, aggregate, metrics, ranks
+from nlndl.ranking import Metrics, aggregate, metrics, popularity, ranks
 
 
 def path_rules(graph: Graph, target: str, length: int = 2) -> list[tuple[str, sparse.csr_matrix, float]]:
@@ -96,7 +98,8 @@ def protocol(directory: Path) -> dict[str, str]:
         "learning": learning + "; negatives: each positive's head or tail corrupted (no split holds them)",
         "confidence": "support / body count on facts.txt + train.txt (train.txt alone in the standard layout)",
         "ranking": "rules read facts.txt + train.txt (train.txt in the standard layout); each test triple asked "
-        "both ways, the other triples of train, valid and test filtered, ties at the mean rank",
+        "both ways, the other triples of train, valid and test filtered; candidates of equal score ordered by "
+        "how many known triples of the relation they answer (rules without a body), the rest tied at the mean rank",
     }
 
 
@@ -119,7 +122,8 @@ def evaluate_rules(
     triples of ``split``."""
     n = len(graph.entities)
     test = sorted(graph.pairs(target, (split,)))
-    return metrics(ranks(aggregate(rules, (n, n), how), test, graph.pairs(target, SPLITS)))
+    prior = popularity(graph.relation_matrix(target))
+    return metrics(ranks(aggregate(rules, (n, n), how), test, graph.pairs(target, SPLITS), prior))
 
 
 def baseline(graph: Graph, target: str, length: int = 2, how: str = "max") -> Metrics:
@@ -145,9 +149,10 @@ def nlndl_side(graph: Graph, learned: RelationRules, split: str = "test") -> tup
     target, n = learned.relation, len(graph.entities)
     test = sorted(graph.pairs(target, (split,)))
     known = graph.pairs(target, SPLITS)
-    found = ranks(learned.scores((n, n)), test, known)
-    other = ranks(learned.scores((n, n), how="noisy-or"), test, known)
-    alone = ranks(learned.scores((n, n), clauses=False), test, known)
+    prior = popularity(graph.relation_matrix(target))
+    found = ranks(learned.scores((n, n)), test, known, prior)
+    other = ranks(learned.scores((n, n), how="noisy-or"), test, known, prior)
+    alone = ranks(learned.scores((n, n), clauses=False), test, known, prior)
     own = learned.to_json()
     rules = [
         {"rule": text, "confidence": conf, **crisp_test(graph, target, [learned.pairs[rule]], split)}
@@ -225,9 +230,10 @@ def _rank(
         mined = path_rules(graph, target, path_length)
         test = sorted(graph.pairs(target, (split,)))
         known = graph.pairs(target, SPLITS)
+        prior = popularity(graph.relation_matrix(target))
         confidences = [(p, c) for _, p, c in mined]
-        base = ranks(aggregate(confidences, (n, n), "max"), test, known)
-        other = ranks(aggregate(confidences, (n, n), "noisy-or"), test, known)
+        base = ranks(aggregate(confidences, (n, n), "max"), test, known, prior)
+        other = ranks(aggregate(confidences, (n, n), "noisy-or"), test, known, prior)
         row: dict[str, Any] = {"relation": target, "test": len(test), "baseline": metrics(base).to_json()}
         row["baseline"]["noisy-or"] = metrics(other).to_json()
         row["baseline"]["seconds"] = round(time.perf_counter() - start, 2)
@@ -250,7 +256,8 @@ def _rank(
     out["protocol"] = protocol(directory)
     out["processes"] = process_rank(config.device).size
     out["seconds"] = round(time.perf_counter() - started, 1)
-    out["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    peak = max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    out["peak_rss_mib"] = round(peak / 1024)  # the largest process: this one or a worker that learned relations
     if learn:
         out["learning_seconds"] = learned_seconds
         out["nlndl"] = metrics(np.concatenate(nln_all)).to_json()
@@ -261,6 +268,7 @@ def _rank(
             for k in ("mrr", "hits@1", "hits@3", "hits@10")
         }
         out["config"] = asdict(config)
+        out["workers_per_process"] = worker_processes(config, len(chosen))
     return out
 
 

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from nlndl.cli.common import (
+    KGJobsOption,
     KGNoiseOption,
     KGPatienceOption,
     KGRelations,
@@ -28,7 +29,7 @@ from nlndl.cli.common import (
     stdout,
     usage,
 )
-from nlndl.defaults import COMPILE_MEMORY, KG_NOISE, KG_POOL_PATIENCE, KG_TIME_LIMIT, MAX_ITERS, MAX_SEED
+from nlndl.defaults import COMPILE_MEMORY, KG_JOBS, KG_NOISE, KG_POOL_PATIENCE, KG_TIME_LIMIT, MAX_ITERS, MAX_SEED
 from nlndl.output import write_bytes_atomic, write_json
 from nlndl.progress import progress_bar, status_line
 
@@ -98,7 +99,7 @@ def bench_scale(
         Path | None,
         typer.Option("--kg", exists=True, file_okay=False, help="Instead: a knowledge graph in the Neural LP layout."),
     ] = None,
-    target: Annotated[str, typer.Option(help="With --kg: the relation to learn.")] = "aunt",
+    target: Annotated[str, typer.Option("--relation", "--target", help="With --kg: the relation to learn.")] = "aunt",
     sample: Annotated[
         int | None,
         typer.Option(min=1, help="Sampled closed-world negatives per positive (default: forest none, --kg 2)."),
@@ -192,6 +193,7 @@ def bench_kg(
     ] = 0,
     time_limit: KGTimeOption = KG_TIME_LIMIT,
     patience: KGPatienceOption = KG_POOL_PATIENCE,
+    job_count: KGJobsOption = KG_JOBS,
     noise: KGNoiseOption = KG_NOISE,
     subgraph: SubgraphOption = None,
     device: Annotated[str, typer.Option(help="cpu, cuda or cuda:N: where each relation is trained.")] = "cpu",
@@ -223,6 +225,7 @@ def bench_kg(
         device=device_option(device),
         memory_limit=size_option(memory_limit),
         pool_patience=patience,
+        jobs=job_count,
     )
     graph = Graph.read(directory, config.memory_limit)
     if split not in ("test", "valid"):

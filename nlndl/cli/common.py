@@ -4,6 +4,7 @@ turning of a library error into a one-line message and an exit code."""
 from __future__ import annotations
 
 import functools
+import importlib.util
 import math
 import sys
 from collections.abc import Callable
@@ -113,6 +114,8 @@ def check_outputs(*paths: Path | None, plot: Path | None = None) -> None:
             check_writable(path)
     if plot is not None and plot.suffix.lower() not in PLOT_FORMATS:
         fail(f"{plot}: error: a plot is written as {', '.join(PLOT_FORMATS)}; name the file with one of them")
+    if plot is not None and importlib.util.find_spec("matplotlib") is None:
+        fail(f"{plot}: error: plots need matplotlib, an optional extra: pip install 'nlndl[plot]'")
 
 
 def saved(summary: dict, target: OutputDir | None, save: Callable[[Path], None]) -> dict:
@@ -171,7 +174,13 @@ SubgraphOption = Annotated[
     ),
 ]
 KGTimeOption = Annotated[
-    float, typer.Option("--time-limit", min=1.0, callback=finite, help="Seconds of training per relation.")
+    float,
+    typer.Option(
+        "--time-limit",
+        min=1.0,
+        callback=finite,
+        help="Seconds of training per relation at most (--patience usually stops it sooner).",
+    ),
 ]
 KGPatienceOption = Annotated[
     int,
@@ -181,6 +190,16 @@ KGPatienceOption = Annotated[
         metavar="ITERATIONS",
         help="Stop a relation once no clause read out has raised the confidence of any known triple for this "
         "many iterations (--time-limit is the ceiling).",
+    ),
+]
+KGJobsOption = Annotated[
+    int,
+    typer.Option(
+        "--jobs",
+        min=0,
+        metavar="N",
+        help="Relations learned at once, each by its own process with one thread (the result is the same for "
+        "any N); 0: one per core, as many as memory holds at 8 GiB each.",
     ),
 ]
 KGNoiseOption = Annotated[

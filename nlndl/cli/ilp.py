@@ -59,7 +59,8 @@ def compile_command(
     sketch: Sketch,
     fact_dir: FactDir = None,
     output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="Save the compiled program to this directory.")
+        Path | None,
+        typer.Option("-D", "--output-dir", "-o", "--output", help="Save the compiled program to this directory."),
     ] = None,
     json_summary: JsonOption = False,
     show: Annotated[list[Show] | None, typer.Option(help="Also print: depgraph, strata or ir.")] = None,

@@ -4,14 +4,15 @@ one relation, or every relation learned and written as one Datalog program."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
-from statistics import mean
 from typing import Annotated
 
 import typer
 
 from nlndl.cli.common import (
     JsonOption,
+    KGJobsOption,
     KGNoiseOption,
     KGPatienceOption,
     KGRelations,
@@ -27,6 +28,7 @@ from nlndl.cli.common import (
 )
 from nlndl.defaults import (
     COMPILE_MEMORY,
+    KG_JOBS,
     KG_NEGATIVES,
     KG_NOISE,
     KG_POOL_PATIENCE,
@@ -44,8 +46,10 @@ def kg_sketch_command(
     directory: Annotated[
         Path, typer.Argument(exists=True, file_okay=False, help="facts.txt, train.txt [, valid.txt, test.txt]")
     ],
-    target: Annotated[str, typer.Option(help="The relation to learn.")],
-    output: Annotated[Path, typer.Option("-o", "--output", help="Write sketch.dl and the .facts files here.")],
+    target: Annotated[str, typer.Option("--relation", "--target", help="The relation to learn.")],
+    output: Annotated[
+        Path, typer.Option("-D", "--output-dir", "-o", "--output", help="Write sketch.dl and the .facts files here.")
+    ],
     negatives: Annotated[int, typer.Option(min=0, help="Corrupted triples per positive, as negatives.")] = KG_NEGATIVES,
     seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Seed of the corruptions.")] = 0,
     vars_: Annotated[int, typer.Option("--vars", min=2, max=6, help="Variables of the learned clauses.")] = KG_VARS,
@@ -74,6 +78,7 @@ def kg_train_command(
     seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Seed of the negatives and of training.")] = 0,
     time_limit: KGTimeOption = KG_TIME_LIMIT,
     patience: KGPatienceOption = KG_POOL_PATIENCE,
+    job_count: KGJobsOption = KG_JOBS,
     noise: KGNoiseOption = KG_NOISE,
     negatives: Annotated[int, typer.Option(min=1, help="Corrupted triples per positive, as negatives.")] = KG_NEGATIVES,
     vars_: Annotated[int, typer.Option("--vars", min=2, max=6, help="Variables of the learned clauses.")] = KG_VARS,
@@ -89,11 +94,13 @@ def kg_train_command(
     json_out: JsonOption = False,
     quiet: QuietOption = False,
 ) -> None:
-    """Learn rules for every relation of a knowledge graph (facts.txt as the graph, train.txt as examples,
-    corrupted triples as negatives) and write them as one Soufflé rules.dl and one clingo rules.lp.
+    """Learn rules for every relation of a knowledge graph (train.txt, or facts.txt and train.txt, as graph and
+    examples; corrupted triples as negatives) and write them as one Soufflé rules.dl, one clingo rules.lp and
+    AnyBURL's rules.tsv.
 
-    Under torchrun (torchrun --nproc-per-node N -m nlndl kg train ...) the relations are shared among the N
-    processes and rank 0 writes the program."""
+    Relations are learned side by side, one worker process per core (--jobs). Under torchrun (torchrun
+    --nproc-per-node N -m nlndl kg train ...) they are shared among the N processes instead, and rank 0
+    writes the program."""
     from nlndl import jobs
     from nlndl.datalog import render
     from nlndl.kg import KGConfig
@@ -102,20 +109,23 @@ def kg_train_command(
         seed, time_limit, noise, negatives, vars_, subgraph, size_option(memory_limit), max_iters, device_option(device)
     )
     config.pool_patience = patience
+    config.jobs = job_count
 
     started: set[str] = set()
-    seconds: list[float | None] = []  # each relation's, learned here (None: kept from an interrupted run)
+    finished: list[bool] = []  # per relation done: whether it was learned here (not kept from an interrupted run)
+    clock = time.perf_counter()
 
     def tell(i: int, count: int, relation: str, learned: object | None) -> None:
         if quiet or json_out:
             return
         if learned is None:
             started.add(relation)
-            spent = [s for s in seconds if s is not None]
-            eta = f"; about {mean(spent) * (count - i) / 60:.1f} min left" if spent else ""
+            fresh = sum(finished)
+            left = count - len(finished)
+            eta = f"; about {(time.perf_counter() - clock) / fresh * left / 60:.1f} min left" if fresh else ""
             typer.echo(f"[{i + 1}/{count}] {relation}: learning (at most {time_limit:g} s{eta}) ...")
             return
-        seconds.append(learned.seconds if relation in started else None)
+        finished.append(relation in started)
         verdict = "accepted" if learned.result.accepted else "best found"
         if relation not in started:
             verdict = f"{verdict} (kept from the interrupted run)"

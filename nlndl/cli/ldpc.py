@@ -52,7 +52,9 @@ def ldpc_compile(
         str | None, typer.Option(help=f"Generate a regular code instead: N,DV,DC (e.g. {GENERATED}).")
     ] = None,
     seed: CodeSeed = 0,
-    output: Annotated[Path | None, typer.Option("-o", "--output", help="Save the Tanner graph here.")] = None,
+    output: Annotated[
+        Path | None, typer.Option("-D", "--output-dir", "-o", "--output", help="Save the Tanner graph here.")
+    ] = None,
     json_summary: JsonOption = False,
 ) -> None:
     """Compile a parity-check matrix (read or generated) to Tanner-graph edge index arrays."""
@@ -77,7 +79,9 @@ def ldpc_compile(
 @ldpc_app.command("train")
 @reported
 def ldpc_train(
-    output: Annotated[Path, typer.Option("-o", "--output", help="Directory for the trained decoder.")],
+    output: Annotated[
+        Path, typer.Option("-D", "--output-dir", "-o", "--output", help="Directory for the trained decoder.")
+    ],
     decoder: Annotated[DecoderKind, typer.Option(help="Node functions: NLN layers or MLPs.")] = DecoderKind.nln,
     graph: GraphOption = None,
     matrix: MatrixOption = None,

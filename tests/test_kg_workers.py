@@ -1,0 +1,97 @@
+"""Relations learned by worker processes (nlndl.workers): the same clauses, confidences and iterations as one
+after another in one process, every relation reported once started and once done, a worker's error raised."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nlndl.errors import JobError
+from nlndl.kg import Graph, KGConfig, learn_graph
+from nlndl.workers import worker_count
+
+
+def relatives(directory: Path) -> Path:
+    """aunt, uncle and grandparent over eight families, in the standard layout."""
+    train, test = [], []
+    for f in range(8):
+        mother, sister, brother, gran, kids = f"m{f}", f"s{f}", f"b{f}", f"g{f}", [f"k{f}a", f"k{f}b"]
+        train += [f"{mother}\tsibling\t{sister}", f"{mother}\tsibling\t{brother}", f"{gran}\tparent\t{mother}"]
+        train += [f"{mother}\tparent\t{k}" for k in kids]
+        rows = [f"{sister}\taunt\t{k}" for k in kids] + [f"{brother}\tuncle\t{k}" for k in kids]
+        rows += [f"{gran}\tgrandparent\t{k}" for k in kids]
+        (train if f < 6 else test).extend(rows)
+    directory.mkdir(parents=True)
+    (directory / "train.txt").write_text("".join(r + "\n" for r in train))
+    (directory / "test.txt").write_text("".join(r + "\n" for r in test))
+    (directory / "valid.txt").write_text("")
+    return directory
+
+
+def learned(directory: Path, jobs: int) -> tuple[list[tuple], list[tuple]]:
+    graph = Graph.read(directory)
+    told: list[tuple] = []
+    config = KGConfig(time_limit=600, max_iters=120, pool_patience=None, jobs=jobs)
+    relations = ["aunt", "grandparent", "uncle"]
+    out = learn_graph(directory, graph, relations, config, lambda i, n, r, one: told.append((r, one is None)))
+    rows = [
+        (one.relation, one.result.iterations, [(str(r), c) for r, c in one.clauses], [str(r) for r, _ in one.program])
+        for one in out
+    ]
+    return rows, told
+
+
+def test_workers_learn_what_one_process_learns(tmp_path):
+    directory = relatives(tmp_path / "kg")
+    alone, told_alone = learned(directory, 1)
+    together, told = learned(directory, 2)
+    assert together == alone
+    assert [row[0] for row in alone] == ["aunt", "grandparent", "uncle"]
+    assert any(c for _, _, c, _ in alone), "some clause was found"
+    for relation in ("aunt", "grandparent", "uncle"):
+        assert told.count((relation, True)) == 1 and told.count((relation, False)) == 1
+    assert sorted(told_alone) == sorted(told)
+
+
+def test_a_workers_error_is_raised_by_the_caller(tmp_path):
+    directory = relatives(tmp_path / "kg")
+    graph = Graph.read(directory)
+    config = KGConfig(time_limit=600, max_iters=20, jobs=2, memory_limit=64)  # too little to read the graph
+    with pytest.raises(JobError, match="train.txt"):
+        learn_graph(directory, graph, ["aunt", "uncle"], config)
+
+
+def test_the_worker_count_follows_cores_relations_and_memory():
+    assert worker_count(3, 10, 8 * 2**30) == 3
+    assert worker_count(4, 2, 8 * 2**30) == 2
+    assert worker_count(0, 1, 8 * 2**30) == 1
+    assert worker_count(0, 1000, 2**60) == 1, "no machine holds two trainings of 2^60 bytes"
+
+
+def test_ctrl_c_while_workers_learn_ends_them_and_keeps_what_arrived(tmp_path, monkeypatch):
+    import queue
+
+    import nlndl.workers as workers
+
+    directory = relatives(tmp_path / "kg")
+    graph = Graph.read(directory)
+    real_get, arrived = queue.Queue.get, []
+
+    class Interrupting(queue.Queue):
+        def get(self, *args, **kwargs):
+            if arrived:
+                raise KeyboardInterrupt
+            got = real_get(self, *args, **kwargs)
+            arrived.append(got)
+            return got
+
+    monkeypatch.setattr(workers.queue, "Queue", Interrupting)
+    kept = []
+    config = KGConfig(time_limit=600, max_iters=60, pool_patience=None, jobs=2)
+    with pytest.raises(KeyboardInterrupt):
+        learn_graph(directory, graph, ["aunt", "grandparent", "uncle"], config, keep=kept.append)
+    assert len(kept) == 1, "the relation that arrived before Ctrl-C was kept"
+    import multiprocessing
+
+    assert not multiprocessing.active_children(), "every worker was ended"
