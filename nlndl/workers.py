@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import queue
 import signal
 from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from nlndl.errors import JobError
 
 
 def cores() -> int:
@@ -97,35 +100,45 @@ def learn_in_workers(
     each worker reads the graph once, ``read(directory, config.memory_limit)``, and learns a relation with
     ``learn(directory, graph, target, config)`` (both module-level functions, which a worker imports).
     ``started`` is told each relation as it is handed out, ``finished`` each one learned, as it arrives. The
-    first error a worker raises is raised here, and every worker ended."""
-    context = multiprocessing.get_context("spawn")
-    arrived: queue.Queue = queue.Queue()
-    pool = context.Pool(workers, initializer=_start, initargs=(read, directory, config.memory_limit))
+    first error a worker raises is raised here (JobError for a worker that died, say killed for memory), and
+    every worker is ended."""
+    pool = ProcessPoolExecutor(
+        workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_start,
+        initargs=(read, directory, config.memory_limit),
+    )
     out: dict[str, Any] = {}
+    running: dict[Future, str] = {}
+    waiting = list(targets)
+
+    def hand_out() -> None:
+        target = waiting.pop(0)
+        started(target)
+        running[pool.submit(_learn, learn, directory, target, config)] = target
+
     try:
-        waiting = list(targets)
-
-        def hand_out() -> None:
-            target = waiting.pop(0)
-            started(target)
-            task = (learn, directory, target, config)
-            pool.apply_async(_learn, task, callback=arrived.put, error_callback=arrived.put)
-
         for _ in range(min(workers, len(waiting))):
             hand_out()
-        while len(out) < len(targets):
-            try:
-                got = arrived.get(timeout=0.2)
-            except queue.Empty:
-                continue
-            if isinstance(got, BaseException):
-                raise got
-            target, learned = got
-            out[target] = learned
-            finished(learned)
-            if waiting:
-                hand_out()
+        while running:
+            done, _ = wait(running, timeout=0.5, return_when=FIRST_COMPLETED)
+            for future in sorted(done, key=lambda f: targets.index(running[f])):
+                target = running.pop(future)
+                try:
+                    _, learned = future.result()
+                except BrokenProcessPool:
+                    raise JobError(
+                        f"{directory}: error: the worker process learning relation {target!r} ended without a "
+                        "result (killed, perhaps for lack of memory); try --jobs 1, or a lower --memory-limit"
+                    ) from None
+                out[target] = learned
+                finished(learned)
+                if waiting:
+                    hand_out()
     finally:
-        pool.terminate()
-        pool.join()
+        if running:  # stopped early (an error, Ctrl-C): end the workers rather than wait for them
+            processes = getattr(pool, "_processes", None) or {}  # the executor's own: it has no terminate()
+            for process in list(processes.values()):
+                process.terminate()
+        pool.shutdown(wait=True, cancel_futures=True)
     return out
