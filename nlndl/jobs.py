@@ -669,7 +669,7 @@ def _write_kg(
     }
     derived, agree = closure_agrees(graph, learned, texts["rules.lp"] + texts["facts.lp"])
     report = {
-        "data": os.path.relpath(Path(directory).resolve(), out.root.resolve()),  # from the record's directory
+        "data": from_record(Path(directory), out.root),
         "config": asdict(config),
         "renamed": kg_export.renamed(learned),
         "resumed": sorted(kept),
@@ -716,7 +716,7 @@ def predict_kg(output: Path, query: str, k: int = 10, memory_limit: int = DEFAUL
     try:
         record = json.loads(path.read_text())
         relations = {one["relation"]: one for one in record["relations"]}
-        data = Path(output) / record["data"]
+        data = recorded_path(path, record["data"])
     except FileNotFoundError:
         raise JobError(f"{path}: error: not found: nlndl kg train -D {output} writes it") from None
     except (OSError, ValueError, KeyError, TypeError) as exc:

@@ -44,6 +44,7 @@ from nlndl.ranking import aggregate
 from nlndl.runtime.budget import BudgetError
 from nlndl.runtime.train import TrainConfig
 from nlndl.verify import Score
+from nlndl.workers import learn_in_workers, one_thread, worker_count
 
 KNOWN = ("facts", "train")  # the splits rules read and confidences count on
 MIN_SUPPORT = 1  # known triples a clause must derive to rank anything
@@ -411,8 +412,6 @@ def learn_graph(
     rank 0 in the given order (None on the other ranks); ``progress`` is told (index, count, relation, None)
     as each is started and (..., learned) as it is done. A relation in ``kept`` (learned by an earlier,
     interrupted run) is taken from there; ``keep`` is given each one learned."""
-    from nlndl.workers import learn_in_workers, one_thread
-
     at = process_rank(config.device)
     kept = kept or {}
     mine = share(relations, at)
@@ -449,8 +448,6 @@ def learn_graph(
 def worker_processes(config: KGConfig, relations: int) -> int:
     """The worker processes that learn ``relations`` relations at once (:mod:`nlndl.workers`): one, learning
     in this process, under torchrun (which shares the relations among its processes) or on a GPU."""
-    from nlndl.workers import worker_count
-
     if process_rank(config.device).size > 1 or config.device != "cpu":
         return 1
     return worker_count(config.jobs, relations, config.train_memory)

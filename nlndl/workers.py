@@ -76,7 +76,7 @@ def _start(read: Callable[[Path, int], Any], directory: Path, memory_limit: int)
     torch.set_num_threads(1)
     try:
         _graph = read(directory, memory_limit)
-    except Exception as exc:  # raised by the first task instead: a pool replaces a worker whose start fails
+    except Exception as exc:  # raised by the first task, with its message: a failed start only breaks the pool
         _graph = exc
 
 

@@ -115,15 +115,20 @@ def tested_relations(graph: Graph, relations: list[str], directory: Path, split:
     return tested
 
 
+def split_ranks(graph: Graph, target: str, scores: sparse.csr_matrix, split: str = "test") -> np.ndarray:
+    """The ranks of ``target``'s triples of ``split`` by ``scores``, both ways: the other triples of every split
+    filtered, candidates of equal score ordered by the relation's popularity (:func:`nlndl.ranking.ranks`)."""
+    test = sorted(graph.pairs(target, (split,)))
+    return ranks(scores, test, graph.pairs(target, SPLITS), popularity(graph.relation_matrix(target)))
+
+
 def evaluate_rules(
     graph: Graph, target: str, rules: list[tuple[sparse.csr_matrix, float]], how: str = "max", split: str = "test"
 ) -> Metrics:
     """Filtered MRR and Hits@k of ranking by the aggregate (max or noisy-or) of ``rules`` on the target's
     triples of ``split``."""
     n = len(graph.entities)
-    test = sorted(graph.pairs(target, (split,)))
-    prior = popularity(graph.relation_matrix(target))
-    return metrics(ranks(aggregate(rules, (n, n), how), test, graph.pairs(target, SPLITS), prior))
+    return metrics(split_ranks(graph, target, aggregate(rules, (n, n), how), split))
 
 
 def baseline(graph: Graph, target: str, length: int = 2, how: str = "max") -> Metrics:
@@ -143,16 +148,16 @@ def crisp_test(graph: Graph, target: str, pairs: list[sparse.csr_matrix], split:
     }
 
 
-def nlndl_side(graph: Graph, learned: RelationRules, split: str = "test") -> tuple[dict[str, Any], np.ndarray]:
-    """nlndl's row for one relation: MRR and Hits@k ranking by every clause read out (the ranks returned) and
-    by the program alone, the program's rules with their confidence and their precision / recall on test."""
+def nlndl_side(
+    graph: Graph, learned: RelationRules, split: str = "test"
+) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
+    """nlndl's row for one relation: MRR and Hits@k ranking by every clause read out (the ranks returned, by
+    max-aggregation and by noisy-or) and by the program alone, the program's rules with their confidence and
+    their precision / recall on test."""
     target, n = learned.relation, len(graph.entities)
-    test = sorted(graph.pairs(target, (split,)))
-    known = graph.pairs(target, SPLITS)
-    prior = popularity(graph.relation_matrix(target))
-    found = ranks(learned.scores((n, n)), test, known, prior)
-    other = ranks(learned.scores((n, n), how="noisy-or"), test, known, prior)
-    alone = ranks(learned.scores((n, n), clauses=False), test, known, prior)
+    found = split_ranks(graph, target, learned.scores((n, n)), split)
+    other = split_ranks(graph, target, learned.scores((n, n), how="noisy-or"), split)
+    alone = split_ranks(graph, target, learned.scores((n, n), clauses=False), split)
     own = learned.to_json()
     rules = [
         {"rule": text, "confidence": conf, **crisp_test(graph, target, [learned.pairs[rule]], split)}
@@ -228,13 +233,11 @@ def _rank(
             progress(target)
         start = time.perf_counter()
         mined = path_rules(graph, target, path_length)
-        test = sorted(graph.pairs(target, (split,)))
-        known = graph.pairs(target, SPLITS)
-        prior = popularity(graph.relation_matrix(target))
         confidences = [(p, c) for _, p, c in mined]
-        base = ranks(aggregate(confidences, (n, n), "max"), test, known, prior)
-        other = ranks(aggregate(confidences, (n, n), "noisy-or"), test, known, prior)
-        row: dict[str, Any] = {"relation": target, "test": len(test), "baseline": metrics(base).to_json()}
+        base = split_ranks(graph, target, aggregate(confidences, (n, n), "max"), split)
+        other = split_ranks(graph, target, aggregate(confidences, (n, n), "noisy-or"), split)
+        tested = len(graph.pairs(target, (split,)))
+        row: dict[str, Any] = {"relation": target, "test": tested, "baseline": metrics(base).to_json()}
         row["baseline"]["noisy-or"] = metrics(other).to_json()
         row["baseline"]["seconds"] = round(time.perf_counter() - start, 2)
         row["baseline"]["rules"] = len(mined)

@@ -15,7 +15,7 @@ from typing import Annotated, NoReturn
 import typer
 from rich.console import Console
 
-from nlndl.defaults import CLASS_WEIGHTS, LAYOUTS
+from nlndl.defaults import CLASS_WEIGHTS, LAYOUTS, TRAIN_MEMORY
 from nlndl.errors import JobError
 from nlndl.output import OutputDir, OutputError, check_writable, parse_size, write_json
 
@@ -199,7 +199,7 @@ KGJobsOption = Annotated[
         min=0,
         metavar="N",
         help="Relations learned at once, each by its own process with one thread (the result is the same for "
-        "any N); 0: one per core, as many as memory holds at 8 GiB each.",
+        f"any N); 0: one per core, as many as memory holds at {TRAIN_MEMORY} each.",
     ),
 ]
 KGNoiseOption = Annotated[
