@@ -1,31 +1,146 @@
 """nlndl compiler: program sketches and Tanner graphs to index arrays (numpy, never torch).
 
 The pipeline reads straight through: parse -> check -> ground (facts, background closure) ->
-lower (valuation layout, substitutions, index arrays). :func:`compile_sketch` runs all of it.
+lower (valuation layout, substitutions, index arrays). :func:`compile_sketch` runs all of it;
+:func:`ground_sketch` stops before lowering, so that a growing subgraph is lowered again from there.
 """
 
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from nlndl import __version__
-from nlndl.compiler.check import check
+from nlndl.compiler.ast import Sketch
+from nlndl.compiler.check import Checked, check
 from nlndl.compiler.diagnostics import CompileError, Diagnostics
-from nlndl.compiler.ground import ground_worlds, lower
+from nlndl.compiler.ground import GroundWorld, ground_worlds, lower
 from nlndl.compiler.ir import CompiledProgram
 from nlndl.compiler.parser import parse_file
 from nlndl.compiler.steps import default_steps
-from nlndl.compiler.subgraph import MIN_ENTITIES, whole_world
+from nlndl.compiler.subgraph import MIN_ENTITIES, auto_entities, grow, whole_world
 from nlndl.compiler.subgraph import subgraph as sample
 from nlndl.compiler.symbols import SymbolTable
 from nlndl.defaults import COMPILE_MEMORY_BYTES, LAYOUTS
 
 DEFAULT_MEMORY_LIMIT = COMPILE_MEMORY_BYTES
 
-__all__ = ["CompileError", "CompiledProgram", "compile_sketch", "default_steps"]
+__all__ = ["CompileError", "CompiledProgram", "Grounded", "compile_sketch", "default_steps", "ground_sketch"]
+
+
+@dataclass
+class Grounded:
+    """A sketch parsed, checked and grounded (its worlds' facts and examples): what lowering starts from, kept so
+    that a subgraph can be grown and lowered again without reading the sketch again (:meth:`lower`)."""
+
+    path: Path
+    sketch: Sketch
+    checked: Checked
+    symbols: SymbolTable
+    worlds: list[GroundWorld]
+    sources: dict[str, str]
+    memory_limit: int
+    chosen: list[set[int]] = field(default_factory=list)  # per world, the subgraph's constants (lower)
+    options: dict = field(default_factory=dict)  # the last lower's steps, seed, layout
+
+    def grow(self, counterexamples: list[list[tuple[str, tuple[int, ...]]]]) -> CompiledProgram | None:
+        """The program lowered last, its subgraphs grown from ``counterexamples`` (per world, ground atoms that
+        rules learned on the subgraph get wrong on the whole world; compiler.subgraph.grow); None where that
+        adds no constant."""
+        seed = self.options.get("seed", 0)
+        grown = [
+            grow(self.checked, w, kept, atoms, seed)
+            for w, kept, atoms in zip(self.worlds, self.chosen, counterexamples, strict=True)
+        ]
+        if all(g == kept for g, kept in zip(grown, self.chosen, strict=True)):
+            return None
+        return self.lower(**self.options, grown=grown)
+
+    def lower(
+        self,
+        steps: int | None = None,
+        seed: int = 0,
+        layout: str = "auto",
+        subgraph: int | str | None = None,
+        shard: tuple[int, int] = (0, 1),
+        grown: list[set[int]] | None = None,
+    ) -> CompiledProgram:
+        """The compiled program (see :func:`compile_sketch`); ``grown``: per world, the constants of a grown
+        subgraph (compiler.subgraph.grow), trained on instead of a drawn one."""
+        checked, worlds = self.checked, self.worlds
+        self.options = {"steps": steps, "seed": seed, "layout": layout}
+        diags = Diagnostics(sources=dict(self.sources))
+        entities = auto_entities(checked, worlds) if subgraph == "auto" else subgraph
+        if grown is not None:
+            entities = max(len(c) for c in grown)
+        if entities is not None and shard[1] > 1:
+            raise ValueError("a program trained on a subgraph is not sharded")
+        whole = []
+        if entities is not None:
+            starts = grown or [set() for _ in worlds]
+            parts = [
+                sample(checked, w, len(s) if grown else entities, np.random.default_rng([seed, i, 1]), s)
+                for i, (w, s) in enumerate(zip(worlds, starts, strict=True))
+            ]
+            self.chosen = [keep for _, keep in parts]
+            whole = [whole_world(checked, w, s) for w, (s, _) in zip(worlds, parts, strict=True)]
+            worlds = [s for s, _ in parts]
+        learned, lowered = lower(checked, worlds, diags, self.memory_limit, seed, layout, shard)
+        if diags:
+            raise CompileError(diags)
+        if steps is None:
+            steps = self.sketch.steps[0] if self.sketch.steps else default_steps(checked, (w.db for w in worlds))
+        digest = hashlib.sha256()
+        for name in sorted(diags.sources):
+            digest.update(name.encode() + b"\0" + diags.sources[name].encode() + b"\0")
+        inputs = {str(Path(n).resolve()): hashlib.sha256(t.encode()).hexdigest() for n, t in diags.sources.items()}
+        strata = checked.strata
+        return CompiledProgram(
+            version=__version__,
+            sketch_hash=digest.hexdigest(),
+            steps=steps,
+            symbols=self.symbols.to_json(),
+            relations={
+                name: {
+                    "types": [a.type for a in decl.attributes],
+                    "attributes": [a.name for a in decl.attributes],
+                    "learned": name in checked.learned,
+                }
+                for name, decl in checked.relations.items()
+            },
+            learned=learned,
+            strata=[list(s) for s in strata.order] if strata else [],
+            recursive=sorted(strata.recursive) if strata else [],
+            dependencies=checked.dependencies,
+            worlds=lowered,
+            types=dict(checked.types),
+            closed=sorted({name for name, _ in self.sketch.closed}),
+            whole=whole,
+            noise=self.sketch.noise[0] if self.sketch.noise else None,
+            warnings=diags.render_warnings(),
+            inputs=dict(sorted(inputs.items())),
+        )
+
+
+def ground_sketch(
+    path: Path,
+    fact_dir: Path | None = None,
+    memory_limit: int = DEFAULT_MEMORY_LIMIT,
+    background: tuple[Path, ...] = (),
+) -> Grounded:
+    """Parse, check and ground the sketch at ``path`` (with each ``background`` program's rules added);
+    raises CompileError carrying every diagnostic."""
+    sketch = parse_file(path, tuple(background), memory_limit)
+    diags = Diagnostics(sources=dict(sketch.sources))
+    checked = check(sketch, diags)
+    symbols = SymbolTable()
+    worlds = ground_worlds(checked, symbols, fact_dir, diags, memory_limit)
+    if diags:
+        raise CompileError(diags)
+    return Grounded(Path(path), sketch, checked, symbols, worlds, dict(diags.sources), memory_limit)
 
 
 def compile_sketch(
@@ -36,68 +151,31 @@ def compile_sketch(
     background: tuple[Path, ...] = (),
     seed: int = 0,
     layout: str = "auto",
-    subgraph: int | None = None,
+    subgraph: int | str | None = None,
     shard: tuple[int, int] = (0, 1),
 ) -> CompiledProgram:
     """Compile the sketch at ``path``, with the rules of each ``background`` program (for example one
     an earlier ``nlndl train`` wrote) added as background; raises CompileError carrying every diagnostic.
     ``seed`` draws sampled closed-world negatives and the subgraph; ``layout`` is the valuation's: dense,
     sparse or auto; ``subgraph``: train on that many constants of each world around drawn positive examples
-    (compiler.subgraph), the whole worlds kept for verification; ``shard`` (rank, size): one of ``size``
-    processes' share of the examples, with the atoms their substitutions read (a sharded training run)."""
+    (compiler.subgraph), the whole worlds kept for verification; "auto": so where a world is large
+    (:func:`~nlndl.compiler.subgraph.auto_entities`); ``shard`` (rank, size): one of ``size`` processes'
+    share of the examples, with the atoms their substitutions read (a sharded training run)."""
+    check_options(layout, subgraph, shard)
+    grounded = ground_sketch(path, fact_dir, memory_limit, background)
+    return grounded.lower(steps, seed, layout, subgraph, shard)
+
+
+def check_options(layout: str, subgraph: int | str | None, shard: tuple[int, int]) -> None:
+    """ValueError for a layout, subgraph or shard that :func:`compile_sketch` does not take."""
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, not {layout!r}")
-    if subgraph is not None and subgraph < MIN_ENTITIES:
+    if isinstance(subgraph, str) and subgraph != "auto":
+        raise ValueError(f"subgraph must be a number of entities, 'auto' or None, not {subgraph!r}")
+    if isinstance(subgraph, int) and subgraph < MIN_ENTITIES:
         raise ValueError(f"subgraph must be at least {MIN_ENTITIES} entities, not {subgraph}")
     rank, size = shard
     if not 0 <= rank < size:
         raise ValueError(f"shard {rank} of {size} does not exist")
-    if subgraph is not None and size > 1:
+    if isinstance(subgraph, int) and size > 1:
         raise ValueError("a program trained on a subgraph is not sharded")
-    sketch = parse_file(path, tuple(background), memory_limit)
-    diags = Diagnostics(sources=dict(sketch.sources))
-    checked = check(sketch, diags)
-    symbols = SymbolTable()
-    worlds = ground_worlds(checked, symbols, fact_dir, diags, memory_limit)
-    if diags:
-        raise CompileError(diags)
-    whole = []
-    if subgraph is not None:
-        full = worlds
-        worlds = [sample(checked, w, subgraph, np.random.default_rng([seed, i, 1])) for i, w in enumerate(full)]
-        whole = [whole_world(checked, w, s) for w, s in zip(full, worlds, strict=True)]
-    learned, lowered = lower(checked, worlds, diags, memory_limit, seed, layout, shard)
-    if diags:
-        raise CompileError(diags)
-    if steps is None:
-        steps = sketch.steps[0] if sketch.steps else default_steps(checked, (w.db for w in worlds))
-    digest = hashlib.sha256()
-    for name in sorted(diags.sources):
-        digest.update(name.encode() + b"\0" + diags.sources[name].encode() + b"\0")
-    inputs = {str(Path(n).resolve()): hashlib.sha256(t.encode()).hexdigest() for n, t in diags.sources.items()}
-    strata = checked.strata
-    return CompiledProgram(
-        version=__version__,
-        sketch_hash=digest.hexdigest(),
-        steps=steps,
-        symbols=symbols.to_json(),
-        relations={
-            name: {
-                "types": [a.type for a in decl.attributes],
-                "attributes": [a.name for a in decl.attributes],
-                "learned": name in checked.learned,
-            }
-            for name, decl in checked.relations.items()
-        },
-        learned=learned,
-        strata=[list(s) for s in strata.order] if strata else [],
-        recursive=sorted(strata.recursive) if strata else [],
-        dependencies=checked.dependencies,
-        worlds=lowered,
-        types=dict(checked.types),
-        closed=sorted({name for name, _ in sketch.closed}),
-        whole=whole,
-        noise=sketch.noise[0] if sketch.noise else None,
-        warnings=diags.render_warnings(),
-        inputs=dict(sorted(inputs.items())),
-    )

@@ -5,7 +5,10 @@ whose extra variable is any neighbour), so training cost grows with the square o
 layout. Trained on the subgraph that a breadth-first search over the facts reaches from the constants of
 randomly drawn positive examples, the network sees a world of ``entities`` constants whose facts, examples
 and closed world are the whole world's restricted to them; the rules it finds are then verified on the
-whole world (kept by :func:`whole_world`), which never samples.
+whole world (kept by :func:`whole_world`), which never samples. Where they fail there, the subgraph is grown
+from the counterexamples (:func:`grow`): their constants, the paths between them and a few neighbours.
+
+``subgraph="auto"`` (:func:`auto_entities`) samples only a world whose substitution grid is large.
 """
 
 from __future__ import annotations
@@ -19,8 +22,27 @@ from scipy.sparse.csgraph import breadth_first_order
 from nlndl.compiler.check import Checked
 from nlndl.compiler.ground import GroundWorld, readable, world_domains
 from nlndl.compiler.ir import WholeWorld
+from nlndl.defaults import SUBGRAPH_ABOVE, SUBGRAPH_GRID
+from nlndl.defaults import SUBGRAPH_MIN as MIN_ENTITIES
 
-MIN_ENTITIES = 2  # a subgraph smaller than this holds no binary atom worth learning from
+GROW_EXAMPLES = 8  # counterexamples whose constants one growth step adds (drawn with the seed)
+GROW_NEIGHBOURS = 4  # neighbours of each such constant added with it (the first by constant id)
+
+
+def grid(checked: Checked, world: GroundWorld) -> int:
+    """The world's substitution grid: per learned predicate, the product of its variables' domain sizes (what
+    enumerating its substitutions would visit before any join prunes them)."""
+    return sum(math.prod(len(world.domains[t]) for t in spec.var_types) for spec in checked.learned.values())
+
+
+def auto_entities(checked: Checked, worlds: list[GroundWorld]) -> int | None:
+    """``subgraph="auto"``: None (train on the whole worlds) unless some world's :func:`grid` passes
+    SUBGRAPH_ABOVE; then the constants of a subgraph whose grid is about SUBGRAPH_GRID, at the learned
+    predicates' most variables."""
+    if not checked.learned or max((grid(checked, w) for w in worlds), default=0) <= SUBGRAPH_ABOVE:
+        return None
+    most = max(len(spec.var_types) for spec in checked.learned.values())
+    return max(MIN_ENTITIES, int(round(SUBGRAPH_GRID ** (1 / most))))
 
 
 def constants(world: GroundWorld) -> np.ndarray:
@@ -51,23 +73,27 @@ def adjacency(world: GroundWorld, nodes: np.ndarray, learned: set[str]):
     return coo_matrix((data, (np.concatenate([r, c]), np.concatenate([c, r]))), shape=(n, n)).tocsr()
 
 
-def choose(world: GroundWorld, learned: set[str], entities: int, rng: np.random.Generator) -> set[int]:
-    """The constants of the subgraph: from the constants of positive examples drawn in a random order, each
-    time the breadth-first order over the facts from one not yet chosen, until ``entities`` are chosen (or
-    every constant that a positive example reaches is)."""
+def choose(
+    world: GroundWorld, learned: set[str], entities: int, rng: np.random.Generator, start: set[int] | None = None
+) -> set[int]:
+    """The constants of the subgraph: those of ``start``, then from the constants of positive examples drawn in
+    a random order, each time the breadth-first order over the facts from one not yet chosen, until
+    ``entities`` are chosen (or every constant that a positive example reaches is)."""
     nodes = constants(world)
     if entities >= nodes.size:
         return set(nodes.tolist())
+    chosen = np.isin(nodes, np.array(sorted(start or ()), dtype=np.int64))
+    count = int(chosen.sum())
+    if count >= entities:
+        return set(nodes[chosen].tolist())
     graph = adjacency(world, nodes, learned)
     positives = [args for name, args, positive, _ in world.examples if positive and name in learned]
-    chosen = np.zeros(nodes.size, dtype=bool)
-    count = 0
     for i in rng.permutation(len(positives)).tolist():
         for constant in positives[i]:
-            start = int(np.searchsorted(nodes, constant))
-            if chosen[start]:
+            origin = int(np.searchsorted(nodes, constant))
+            if chosen[origin]:
                 continue
-            order = breadth_first_order(graph, start, directed=False, return_predecessors=False)
+            order = breadth_first_order(graph, origin, directed=False, return_predecessors=False)
             order = order[~chosen[order]][: entities - count]
             chosen[order] = True
             count += order.size
@@ -76,14 +102,47 @@ def choose(world: GroundWorld, learned: set[str], entities: int, rng: np.random.
     return set(nodes[chosen].tolist())
 
 
-def subgraph(checked: Checked, world: GroundWorld, entities: int, rng: np.random.Generator) -> GroundWorld:
-    """The world restricted to :func:`choose`'s constants: the facts (background closure included) and the
-    examples whose constants all lie among them, over domains recomputed from those."""
+def grow(
+    checked: Checked, world: GroundWorld, kept: set[int], atoms: list[tuple[str, tuple[int, ...]]], seed: int
+) -> set[int]:
+    """``kept`` grown from counterexamples (ground atoms that the rules learned on the subgraph get wrong on the
+    whole world): of up to GROW_EXAMPLES of them, drawn with ``seed``, the constants, the constants on a
+    shortest path over the facts between each one's consecutive constants (a missed positive needs the
+    facts that derive it), and up to GROW_NEIGHBOURS neighbours of each constant added."""
+    nodes = constants(world)
+    graph = adjacency(world, nodes, set(checked.learned))
+    rng = np.random.default_rng([seed, len(kept), len(atoms)])
+    drawn = [atoms[i] for i in sorted(rng.permutation(len(atoms))[:GROW_EXAMPLES].tolist())]
+    added: set[int] = set()
+    for _, args in drawn:
+        index = np.searchsorted(nodes, np.array(args, dtype=np.int64))  # every constant of the world is a node
+        path = set(index.tolist())
+        for a, b in zip(index[:-1].tolist(), index[1:].tolist(), strict=True):
+            if a == b:
+                continue
+            _, before = breadth_first_order(graph, a, directed=False, return_predecessors=True)
+            at = b
+            while at >= 0 and at != a:
+                path.add(at)
+                at = int(before[at])
+        for i in sorted(path):
+            added.add(i)
+            row = graph.indices[graph.indptr[i] : graph.indptr[i + 1]]
+            added.update(sorted(set(row.tolist()))[:GROW_NEIGHBOURS])
+    return kept | set(nodes[sorted(added)].tolist())
+
+
+def subgraph(
+    checked: Checked, world: GroundWorld, entities: int, rng: np.random.Generator, start: set[int] | None = None
+) -> tuple[GroundWorld, set[int]]:
+    """The world restricted to :func:`choose`'s constants (and the constants chosen): the facts (background
+    closure included) and the examples whose constants all lie among them, over domains recomputed from
+    those."""
     learned = set(checked.learned)
-    keep = choose(world, learned, entities, rng)
+    keep = choose(world, learned, entities, rng, start)
     db = {name: {f for f in rel if all(c in keep for c in f)} for name, rel in world.db.items()}
     examples = [e for e in world.examples if all(c in keep for c in e[1])]
-    return GroundWorld(world.name, world.span, db, examples, world_domains(checked, db, examples))
+    return GroundWorld(world.name, world.span, db, examples, world_domains(checked, db, examples)), keep
 
 
 def whole_world(checked: Checked, world: GroundWorld, sampled: GroundWorld) -> WholeWorld:

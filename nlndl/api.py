@@ -17,8 +17,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from nlndl.compiler import compile_sketch
+from nlndl.compiler import compile_sketch, ground_sketch
 from nlndl.compiler.ir import CompiledProgram
+from nlndl.defaults import SUBGRAPH
 from nlndl.export import write_program
 from nlndl.jobs import (
     JobError,
@@ -85,6 +86,7 @@ def train(
     validation: float | None = None,
     fact_dir: str | Path | None = None,
     background: Sequence[str | Path] = (),
+    subgraph: int | str | None = SUBGRAPH,
     **kwargs,
 ) -> LearnResult:
     """Learn the sketch's predicates; ``result.solved`` means clingo verified the rules on every world. A sketch
@@ -92,16 +94,23 @@ def train(
     ``class_weight``: a positive example's weight in the loss (see ``ChainConfig.class_weight``); ``noise``:
     accept rules wrong on at most that fraction of the examples (``result.accepted``, ``result.score``);
     ``validation``: hold out that fraction of each class of examples, drawn with ``seed``, and score the rules on
-    them (``result.validation``, by clingo);
+    them (``result.validation``, by clingo); ``subgraph`` (a sketch path only): as ``nlndl train --subgraph``,
+    auto by default, the subgraph grown from counterexamples until the rules hold on the whole world;
     ``kwargs``: those of :func:`nlndl.learn.learn` (progress, resume, checkpoint)."""
+    grow = None
     if not isinstance(program, CompiledProgram):
-        program = compile(program, fact_dir, background, seed=seed)
+        extra = tuple(Path(b) for b in background)
+        grounded = ground_sketch(Path(program), Path(fact_dir) if fact_dir else None, background=extra)
+        program = grounded.lower(seed=seed, subgraph=subgraph)
+        if program.whole:
+            grow = lambda rules, score: grounded.grow(score.counterexamples)  # noqa: E731
     config = LearnConfig(
         train=TrainConfig(seed=seed, max_iters=max_iters, time_limit=time_limit),
         chain=ChainConfig(restarts=restarts, class_weight=class_weight),  # restarts None: auto_restarts
         device=device,
         noise=noise if noise is not None else program.noise,  # the sketch's .noise unless given
         validation=validation,
+        grow=grow,
     )
     return learn(program, config, **kwargs)
 

@@ -11,6 +11,10 @@ LAYOUTS = ("auto", "dense", "sparse")  # valuation layouts (compiler.layout); au
 MAX_STEPS = 10_000  # the most forward-chaining steps a sketch or --steps may ask for
 COMPILE_MEMORY = "2GiB"  # index arrays larger than this are refused (compile, check)
 COMPILE_MEMORY_BYTES = 2 * 1024**3
+SUBGRAPH_MIN = 2  # constants of the smallest subgraph: fewer hold no binary atom worth learning from
+SUBGRAPH = "auto"  # --subgraph: auto trains on a subgraph where the whole world is large (compiler.subgraph)
+SUBGRAPH_ABOVE = 2**22  # auto: a world whose learned predicates' substitution grid passes this is sampled ...
+SUBGRAPH_GRID = 2**18  # ... down to the constants whose grid is about this (64 constants at 3 variables)
 
 # training
 MAX_ITERS = 4000  # iteration limit; Addition from seeds 0-9 needs up to 3,640 (seed 2)

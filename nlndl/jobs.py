@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nlndl import __version__
-from nlndl.compiler import DEFAULT_MEMORY_LIMIT, compile_sketch
+from nlndl.compiler import DEFAULT_MEMORY_LIMIT, check_options, compile_sketch, ground_sketch
 from nlndl.compiler.diagnostics import Diagnostics, size_text
 from nlndl.compiler.ir import CompiledProgram
 from nlndl.compiler.tanner import MatrixError, TannerGraph, read_matrix, regular_code
 from nlndl.compiler.triples import KGSketch, kg_sketch
-from nlndl.defaults import CLASS_WEIGHTS, MAX_ITERS, TRAIN_MEMORY_BYTES
+from nlndl.defaults import CLASS_WEIGHTS, MAX_ITERS, SUBGRAPH, SUBGRAPH_ABOVE, TRAIN_MEMORY_BYTES
 from nlndl.errors import Interrupted, JobError
 from nlndl.export import clingo_text, planned_paths, souffle_text, write_program
 from nlndl.output import OutputDir, OutputError
@@ -70,7 +70,7 @@ def compile_program(
     background: Sequence[Path] = (),
     seed: int = 0,
     layout: str = "auto",
-    subgraph: int | None = None,
+    subgraph: int | str | None = None,
     shard: tuple[int, int] = (0, 1),
 ) -> CompiledProgram:
     """Parse, check and compile a sketch (CompileError with every located diagnostic)."""
@@ -229,7 +229,7 @@ def plan_training(
     memory_limit: int = TRAIN_MEMORY_BYTES,
     background: Sequence[Path] = (),
     layout: str = "auto",
-    subgraph: int | None = None,
+    subgraph: int | str | None = SUBGRAPH,
     noise: float | None = None,
     validation: float | None = None,
 ) -> TrainPlan:
@@ -248,20 +248,13 @@ def plan_training(
     check_device(device)
     sketch, background = Path(sketch), [Path(b) for b in background]
     collective = process_rank(device)
-    if collective.size > 1 and (subgraph is not None or validation):
-        option = "--subgraph" if subgraph is not None else "--validation"
+    if collective.size > 1 and (isinstance(subgraph, int) or validation):
+        option = "--subgraph" if isinstance(subgraph, int) else "--validation"
         raise JobError(f"{sketch}: error: {option} is not supported with several processes (torchrun)")
-    program = compile_program(
-        sketch,
-        fact_dir,
-        memory_limit=memory_limit,
-        steps=steps,
-        background=background,
-        seed=seed,
-        layout=layout,
-        subgraph=subgraph,
-        shard=(collective.rank, collective.size),
-    )
+    check_options(layout, subgraph, (collective.rank, collective.size))
+    grounded = ground_sketch(sketch, Path(fact_dir) if fact_dir else None, memory_limit, tuple(background))
+    subgraph = subgraph if collective.size == 1 else None  # auto: never with several processes
+    program = grounded.lower(steps, seed, layout, subgraph, (collective.rank, collective.size))
     if collective.size > 1:  # every shard's warnings, each of its own examples, said by rank 0
         parts = collective.gather(program.warnings) or []
         program.warnings = list(dict.fromkeys(w for part in parts for w in part))
@@ -273,8 +266,14 @@ def plan_training(
         raise JobError(
             f"{sketch}: error: --validation and --subgraph together are not supported (the whole worlds "
             "that judge a subgraph's rules hold every example)"
+            + ("; --subgraph auto chose a subgraph: pass --subgraph none" if subgraph == "auto" else "")
         )
     notes = []
+    if subgraph == "auto" and program.whole:
+        notes.append(
+            f"--subgraph auto: a world's substitution grid passes {SUBGRAPH_ABOVE:,}, so training sees a subgraph "
+            "grown from counterexamples until the rules hold on the whole world (--subgraph none: the whole world)"
+        )
     if validation:
         from nlndl.holdout import held_counts
 
@@ -328,6 +327,7 @@ def plan_training(
         memory_limit=memory_limit,
         noise=noise if noise is not None else program.noise,  # --noise, else the sketch's .noise
         validation=validation,
+        grow=(lambda rules, score: grounded.grow(score.counterexamples)) if program.whole else None,
     )
     record = {
         "nlndl": __version__,
@@ -372,8 +372,8 @@ def read_record(results: Path) -> dict:
             raise TypeError("'rules' is not a list of strings")
         if seed < 0:
             raise ValueError(f"'seed' is negative ({seed})")
-        if subgraph is not None and (not isinstance(subgraph, int) or subgraph < 2):
-            raise TypeError("'subgraph' is not a whole number of at least 2")
+        if subgraph is not None and subgraph != "auto" and (not isinstance(subgraph, int) or subgraph < 2):
+            raise TypeError("'subgraph' is not 'auto' or a whole number of at least 2")
         if not isinstance(record.get("background", []), list):
             raise TypeError("'background' is not a list")
     except (ValueError, KeyError, TypeError, AttributeError) as exc:

@@ -9,6 +9,7 @@ accepted instead, the shortest description winning, and the result says how far 
 from __future__ import annotations
 
 import math
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -23,7 +24,7 @@ from nlndl.datalog import render
 from nlndl.defaults import NOISE_PATIENCE
 from nlndl.extract import extract, simplify
 from nlndl.holdout import hold_out
-from nlndl.runtime.budget import agree, fit_training
+from nlndl.runtime.budget import BudgetError, agree, fit_training
 from nlndl.runtime.chain import ForwardChainer
 from nlndl.runtime.collective import Collective
 from nlndl.runtime.config import ChainConfig
@@ -57,6 +58,9 @@ class LearnConfig:
     pool_patience: int | None = None  # with clauses: stop once the pool has not improved for this many iterations
     judge: Callable[[Rule], bool] | None = None  # whether a new clause improves the pool (None: any new clause does)
     validation: float | None = None  # hold out this fraction of each class of examples (seeded) and score on it
+    # trained on subgraphs: the program grown from the counterexamples of rules that fit the subgraph but not
+    # the whole worlds (None: it cannot grow), trained on from the current weights; None: not grown
+    grow: Callable[[list[Rule], Score], CompiledProgram | None] | None = None
 
 
 @dataclass
@@ -76,6 +80,8 @@ class LearnResult:
     clauses: list[Rule] = field(default_factory=list)  # with LearnConfig.clauses: every clause read out, in order
     validation: Score | None = None  # clingo's score on the held-out examples (LearnConfig.validation)
     losses: list[float | None] = field(default_factory=list)  # the lowest restart's loss at each check (None: NaN)
+    grown: int = 0  # times the subgraph trained on was grown from counterexamples (LearnConfig.grow)
+    trained_on: list[int] = field(default_factory=list)  # per world, the constants of the last subgraph
 
     def rule_texts(self) -> list[str]:
         return [render(r) for r in self.rules]
@@ -96,6 +102,8 @@ class LearnResult:
             "noise": self.noise,
             "validation": self.validation.to_json() if self.validation is not None else None,
             "losses_at_checks": self.losses,
+            "subgraph_grown": self.grown,
+            "subgraph_constants": self.trained_on,
         }
 
 
@@ -237,6 +245,14 @@ def cost(score: Score, rules: list[Rule]) -> int:
     return score.mistakes + size(rules)
 
 
+class Outgrown(Exception):  # noqa: N818 (not an error: the subgraph is to grow)
+    """Raised by a check when rules fit the subgraph trained on but not the whole worlds (LearnConfig.grow)."""
+
+    def __init__(self, rules: list[Rule], score: Score) -> None:
+        super().__init__()
+        self.rules, self.score = rules, score
+
+
 class Learner:
     """Keeps the best candidate seen; its ``check`` is the trainer's stopping rule. ``worlds`` are the worlds
     rules are scored on (verify.checked_worlds; with several processes, every shard's examples merged) and
@@ -264,6 +280,7 @@ class Learner:
         self.clauses: dict[Rule, None] = {}  # with config.clauses, in the order first read
         self.grew = 0  # the check at which the clause pool last gained a clause
         self.losses: list[float | None] = []  # the lowest restart's loss at each check
+        self.growing = config.grow is not None  # see Outgrown
 
     def mistakes(self, model: ForwardChainer) -> tuple[torch.Tensor, torch.Tensor]:
         """Per restart (on the CPU), the positive examples its crisp program misses and the negative ones it
@@ -356,6 +373,8 @@ class Learner:
             if verified.mistakes <= allowed and self.program.whole:  # trained on subgraphs: the whole worlds judge
                 self.best = (1.0 - verified.mistakes / max(examples, 1), simple, verified)
                 verified = self.whole_score(simple)
+                if not allowed and not verified.solved and self.growing:
+                    raise Outgrown(simple, verified)
             if allowed:  # with noise a perfect fit is one more candidate: it may fit the mislabelled examples
                 if self.allowance.admits(verified):
                     self.accept(restart, simple, verified)
@@ -440,6 +459,29 @@ class Learner:
         return self.wholes[key]
 
 
+def regrow(
+    trainer: Trainer, config: LearnConfig, outgrown: Outgrown, collective: Collective
+) -> tuple[CompiledProgram, Trainer] | None:
+    """The grown program (LearnConfig.grow) and a trainer for it that continues from ``trainer``'s weights and
+    state (the restarts kept; steps recomputed to fit the memory limit); None when it cannot grow or fit."""
+    assert config.grow is not None
+    program = config.grow(outgrown.rules, outgrown.score)
+    if program is None:
+        return None
+    chain = replace(config.chain, restarts=trainer.model.restarts)
+    if config.memory_limit is not None:
+        try:
+            chain = fit_training(program, chain, config.memory_limit, True, collective)
+        except BudgetError:
+            return None
+    model = ForwardChainer(program, chain, collective).to(config.device)
+    grown = Trainer(model, config.train)
+    with tempfile.TemporaryDirectory(prefix="nlndl-grow-") as tmp:
+        trainer.save(Path(tmp))
+        grown.load(Path(tmp))
+    return program, grown
+
+
 def learn(
     program: CompiledProgram,
     config: LearnConfig | None = None,
@@ -485,11 +527,23 @@ def learn(
         elif checkpoint is not None:
             trainer.save(checkpoint)
 
-    try:
-        winner = trainer.fit(learner.check, progress, learner.harmful, learner.sound)
-    except KeyboardInterrupt:
-        save()
-        raise
+    grown = 0
+    while True:
+        try:
+            winner = trainer.fit(learner.check, progress, learner.harmful, learner.sound)
+            break
+        except KeyboardInterrupt:
+            save()
+            raise
+        except Outgrown as exc:
+            regrown = regrow(trainer, config, exc, collective)
+            if regrown is None:  # nothing to add: training goes on as on a fixed subgraph
+                learner.growing = False
+                continue
+            program, trainer = regrown
+            model = trainer.model
+            learner = Learner(program, config, checked_worlds(program), model.example_counts)
+            grown += 1
     if winner is None:
         save()
     result = None
@@ -512,5 +566,7 @@ def learn(
             clauses=list(learner.clauses),
             validation=validation_score(program, rules) if config.validation else None,
             losses=learner.losses,
+            grown=grown,
+            trained_on=[w.sampled for w in program.whole],
         )
     return collective.decide(result)

@@ -30,6 +30,7 @@ class Score:
     false_positives: int = 0
     missed: list[str] = field(default_factory=list)  # positive examples not derived (the first MAX_LISTED)
     wrong: list[str] = field(default_factory=list)  # negative examples derived (the first MAX_LISTED)
+    counterexamples: list[list[GroundAtom]] = field(default_factory=list, repr=False)  # per world, missed and wrong
 
     @property
     def solved(self) -> bool:
@@ -88,13 +89,16 @@ class Score:
         self.false_positives += len(wrong)
         show = lambda a: f"{a[0]}({','.join(symbols.render(c) for c in a[1])})"  # noqa: E731
         room = MAX_LISTED - len(self.missed)
-        self.missed += [show(a) for a in sorted(pos - model)[: max(room, 0)]]
+        missed = sorted(pos - model)[: max(room, 0)]
+        self.missed += [show(a) for a in missed]
         room = MAX_LISTED - len(self.wrong)
-        self.wrong += [show(a) for a in sorted(wrong)[: max(room, 0)]]
+        wrong = sorted(wrong)[: max(room, 0)]
+        self.wrong += [show(a) for a in wrong]
+        self.counterexamples.append(missed + wrong)
 
     def to_json(self) -> dict:
         return {
-            **asdict(self),
+            **{k: v for k, v in asdict(self).items() if k != "counterexamples"},
             "precision": self.precision,
             "recall": self.recall,
             "f1": self.f1,

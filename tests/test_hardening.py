@@ -353,17 +353,19 @@ def test_huge_grids_and_valuations_are_refused_with_the_count(monkeypatch, tmp_p
     Path("s.dl").write_text(
         f".decl c(x: symbol)\n{constants}.decl p(x: symbol, y: symbol)\n.learn p(vars=8, prune=none)\n.pos p(k1, k2).\n"
     )
-    result = runner.invoke(app, ["compile", "s.dl"])
+    result = runner.invoke(app, ["compile", "s.dl", "--subgraph", "none"])
     assert_clean_exit(result)
     assert "p has 65,610,000,000,000,000,000 substitutions" in result.output
+    result = runner.invoke(app, ["compile", "s.dl"])  # --subgraph auto: a subgraph instead of a refusal
+    assert result.exit_code == 0 and "of 300 constants" in result.output
     Path("s.dl").write_text(
         f".decl c(x: symbol)\n{constants}.decl r(a: symbol, b: symbol, c: symbol, d: symbol, e: symbol)\n"
         ".decl p(x: symbol, y: symbol)\n.learn p\n.pos p(k1, k2).\n"
     )
-    result = runner.invoke(app, ["compile", "s.dl", "--layout", "dense"])
+    result = runner.invoke(app, ["compile", "s.dl", "--layout", "dense", "--subgraph", "none"])
     assert_clean_exit(result)
     assert "would hold 2,430,000,090,301 ground atoms" in result.output and "--memory-limit" in result.output
-    result = runner.invoke(app, ["compile", "s.dl"])  # sparse: the facts are few, the substitutions are not
+    result = runner.invoke(app, ["compile", "s.dl", "--subgraph", "none"])  # sparse: few facts, many substitutions
     assert_clean_exit(result)
     assert "would hold 26,640,306 candidate bindings" in result.output and "--memory-limit" in result.output
 

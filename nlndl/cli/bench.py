@@ -12,6 +12,7 @@ from nlndl.cli.common import (
     KGNoiseOption,
     KGPatienceOption,
     KGRelations,
+    KGSubgraphOption,
     KGTimeOption,
     LayoutKind,
     LayoutOption,
@@ -24,12 +25,23 @@ from nlndl.cli.common import (
     finite,
     numbers,
     publish_report,
+    record,
     reported,
     size_option,
     stdout,
+    subgraph_value,
     usage,
 )
-from nlndl.defaults import COMPILE_MEMORY, KG_JOBS, KG_NOISE, KG_POOL_PATIENCE, KG_TIME_LIMIT, MAX_ITERS, MAX_SEED
+from nlndl.defaults import (
+    COMPILE_MEMORY,
+    KG_JOBS,
+    KG_NOISE,
+    KG_POOL_PATIENCE,
+    KG_TIME_LIMIT,
+    MAX_ITERS,
+    MAX_SEED,
+    SUBGRAPH,
+)
 from nlndl.output import write_bytes_atomic, write_json
 from nlndl.progress import progress_bar, status_line
 
@@ -75,12 +87,12 @@ def bench_ilp(
         fail(f"error: no task matches {', '.join(tasks or [])}")
     with progress_bar(len(chosen) * seeds, quiet) as tell:
         # the JSON is rewritten after every run, so that an interrupted benchmark keeps what it finished
-        checkpoint = (lambda report: write_json(json_path, report)) if json_path is not None else None
+        checkpoint = (lambda report: write_json(json_path, record(report))) if json_path is not None else None
         result = ilp.run(chosen, seeds, max_iters, time_limit, tell, device, jobs, checkpoint)
     table = ilp.markdown(result, ilp.published_rates(spec or examples / "dilp" / "published_rates.json"))
     typer.echo(table + f"\ntotal CPU time {result['cpu_seconds']:.1f} s")
     if json_path is not None:
-        write_json(json_path, result)
+        write_json(json_path, record(result))
     if markdown_path is not None:
         write_bytes_atomic(markdown_path, table.encode())
 
@@ -104,13 +116,14 @@ def bench_scale(
         int | None,
         typer.Option(min=1, help="Sampled closed-world negatives per positive (default: forest none, --kg 2)."),
     ] = None,
-    subgraph: SubgraphOption = None,
+    subgraph: SubgraphOption = SUBGRAPH,
 ) -> None:
     """Compile and train reachability on random forests of growing size: time, memory, substitutions.
     With --kg, compile (and train) one relation of a knowledge graph from its other relations instead."""
     from nlndl.bench import scale
 
     check_outputs(json_path, plot=plot_path)
+    subgraph = subgraph_value(subgraph)
     if kg is not None:
         if not (kg / "facts.txt").is_file():
             fail(f"{kg}: error: no facts.txt (the Neural LP layout: facts.txt, train.txt, ...)")
@@ -195,7 +208,7 @@ def bench_kg(
     patience: KGPatienceOption = KG_POOL_PATIENCE,
     job_count: KGJobsOption = KG_JOBS,
     noise: KGNoiseOption = KG_NOISE,
-    subgraph: SubgraphOption = None,
+    subgraph: KGSubgraphOption = None,
     device: Annotated[str, typer.Option(help="cpu, cuda or cuda:N: where each relation is trained.")] = "cpu",
     memory_limit: Annotated[
         str, typer.Option(help="Refuse triple files or sketches larger than this.")
@@ -262,7 +275,7 @@ def bench_fuzz(
         f"{summary['slowest_seconds']:.2f} s; exit codes {summary['exit_codes']}"
     )
     if json_path is not None:
-        write_json(json_path, summary)
+        write_json(json_path, record(summary))
     raise typer.Exit(0 if not report.failures else 1)
 
 
@@ -290,7 +303,7 @@ def bench_runtime(
         rows = runtime.run(quick, devices, restarts, steps, iters, tell, busy)
     stdout.print(runtime.table(rows, restarts, steps))
     if json_path is not None:
-        write_json(json_path, {"torch": torch.__version__, "rows": rows})
+        write_json(json_path, record({"torch": torch.__version__, "rows": rows}))
         stdout.print(f"wrote {json_path}")
 
 
@@ -332,7 +345,7 @@ def bench_boolean(
         results = boolean.run(cfg, tell)
     stdout.print(boolean.table(results))
     if json_path is not None:
-        write_json(json_path, results)
+        write_json(json_path, record(results))
         stdout.print(f"wrote {json_path}")
     if plot_path is not None:
         from nlndl.bench.plot import plot_boolean
@@ -378,7 +391,7 @@ def bench_ldpc(
         + ", ".join(f"{k} {v:,.0f}" for k, v in speed["codewords_per_second"].items())
     )
     if json_path is not None:
-        write_json(json_path, report)
+        write_json(json_path, record(report))
         stdout.print(f"wrote {json_path}")
     if markdown_path is not None:
         write_bytes_atomic(markdown_path, table.encode())

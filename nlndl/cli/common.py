@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import math
+import shlex
 import sys
 from collections.abc import Callable
 from enum import StrEnum
@@ -15,7 +16,7 @@ from typing import Annotated, NoReturn
 import typer
 from rich.console import Console
 
-from nlndl.defaults import CLASS_WEIGHTS, LAYOUTS, TRAIN_MEMORY
+from nlndl.defaults import CLASS_WEIGHTS, LAYOUTS, SUBGRAPH_ABOVE, SUBGRAPH_GRID, SUBGRAPH_MIN, TRAIN_MEMORY
 from nlndl.errors import JobError
 from nlndl.output import OutputDir, OutputError, check_writable, parse_size, write_json
 
@@ -140,11 +141,16 @@ def publish_report(
     """A bench's table on stdout, then its JSON and its figure (``nlndl.bench.plot.<plot>``) where asked."""
     typer.echo(table)
     if json_path is not None:
-        write_json(json_path, report)
+        write_json(json_path, record(report))
     if plot_path is not None:
         from nlndl.bench import plot as plots
 
         getattr(plots, plot)(report, plot_path)
+
+
+def record(report: dict) -> dict:
+    """A bench's JSON record: its figures, with the command line that measured them first."""
+    return {"command": shlex.join(["nlndl", *sys.argv[1:]]), **report}
 
 
 def subgraph_line(part: dict) -> str:
@@ -163,14 +169,44 @@ LayoutOption = Annotated[
         "or auto (sparse above 2^20 dense atoms).",
     ),
 ]
+
+
+def subgraph_value(text: str | int | None) -> int | str | None:
+    """--subgraph's value: auto, none, or a number of constants (at least 2); also its option's callback, so
+    that a bad value is a usage error naming the option."""
+    if text is None or text == "auto" or isinstance(text, int) and text >= SUBGRAPH_MIN:
+        return text
+    if text == "none":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not auto, none or a number of constants") from None
+    if value < SUBGRAPH_MIN:
+        raise typer.BadParameter(f"{value} is fewer than {SUBGRAPH_MIN} constants")
+    return value
+
+
 SubgraphOption = Annotated[
+    str,
+    typer.Option(
+        "--subgraph",
+        metavar="auto|none|ENTITIES",
+        callback=subgraph_value,
+        help="Train on a subgraph of each world: this many constants, reached over the facts from drawn positive "
+        "examples (seeded), grown from the counterexamples until the rules hold on the whole world, where they "
+        f"are verified. auto: a subgraph only where a world's substitution grid passes {SUBGRAPH_ABOVE:,} "
+        f"(about {SUBGRAPH_GRID:,} in the subgraph); none: the whole worlds.",
+    ),
+]
+KGSubgraphOption = Annotated[
     int | None,
     typer.Option(
         "--subgraph",
-        min=2,
+        min=SUBGRAPH_MIN,
         metavar="ENTITIES",
-        help="Train on a subgraph of each world: this many constants, reached over the facts from drawn positive "
-        "examples (seeded); the rules are verified on the whole world.",
+        help="Train on a subgraph of each relation's world: this many constants, reached over the facts from "
+        "drawn positive examples (seeded); default: the whole graph.",
     ),
 ]
 KGTimeOption = Annotated[

@@ -25,6 +25,7 @@ from nlndl.cli.common import (
     saved,
     size_option,
     subgraph_line,
+    subgraph_value,
     warn,
 )
 from nlndl.defaults import (
@@ -35,6 +36,7 @@ from nlndl.defaults import (
     MAX_SEED,
     MAX_STEPS,
     NOISE_PATIENCE,
+    SUBGRAPH,
     TRAIN_MEMORY,
 )
 from nlndl.errors import Interrupted
@@ -71,7 +73,7 @@ def compile_command(
     background: Background = None,
     seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Seed of sampled closed-world negatives.")] = 0,
     layout: LayoutOption = LayoutKind.auto,
-    subgraph: SubgraphOption = None,
+    subgraph: SubgraphOption = SUBGRAPH,
 ) -> None:
     """Check a program sketch and compile it to index arrays."""
     from nlndl import jobs
@@ -87,7 +89,7 @@ def compile_command(
         background=background or (),
         seed=seed,
         layout=layout.value,
-        subgraph=subgraph,
+        subgraph=subgraph_value(subgraph),
     )
     warn(program.warnings)
     summary = saved(program.summary(), target, program.save)
@@ -152,7 +154,7 @@ def train_command(
     ] = TRAIN_MEMORY,
     background: Background = None,
     layout: LayoutOption = LayoutKind.auto,
-    subgraph: SubgraphOption = None,
+    subgraph: SubgraphOption = SUBGRAPH,
     noise: Annotated[
         float | None,
         typer.Option(
@@ -199,7 +201,7 @@ def train_command(
         memory_limit=size_option(memory_limit),
         background=background or (),
         layout=layout.value,
-        subgraph=subgraph,
+        subgraph=subgraph_value(subgraph),
         noise=noise,
         validation=validation or None,
     )
@@ -219,6 +221,7 @@ def train_command(
         raise typer.Exit(0)
     if json_summary:
         keys = ("solved", "accepted", "seconds", "iterations", "restarts", "rules", "accuracy", "validation")
+        keys += ("subgraph_grown", "subgraph_constants")
         typer.echo(json.dumps({k: run.record[k] for k in keys}))
     else:
         status = "solved (verified by clingo)" if result.solved else "NOT solved"
@@ -230,6 +233,11 @@ def train_command(
         )
         for text in result.rule_texts():
             typer.echo(f"  {text}")
+        if result.grown:
+            whole = plan.program.summary()["subgraph"]
+            sizes = ", ".join(f"{k:,} of {w['of']:,}" for k, w in zip(result.trained_on, whole, strict=True))
+            times = "once" if result.grown == 1 else f"{result.grown} times"
+            typer.echo(f"  the subgraph grew from counterexamples {times}, to {sizes} constants")
         score = result.score
         if result.accepted and not result.solved:
             typer.echo(

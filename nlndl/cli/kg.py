@@ -16,9 +16,9 @@ from nlndl.cli.common import (
     KGNoiseOption,
     KGPatienceOption,
     KGRelations,
+    KGSubgraphOption,
     KGTimeOption,
     QuietOption,
-    SubgraphOption,
     device_option,
     kg_app,
     reported,
@@ -82,7 +82,7 @@ def kg_train_command(
     noise: KGNoiseOption = KG_NOISE,
     negatives: Annotated[int, typer.Option(min=1, help="Corrupted triples per positive, as negatives.")] = KG_NEGATIVES,
     vars_: Annotated[int, typer.Option("--vars", min=2, max=6, help="Variables of the learned clauses.")] = KG_VARS,
-    subgraph: SubgraphOption = None,
+    subgraph: KGSubgraphOption = None,
     memory_limit: Annotated[
         str, typer.Option(help="Refuse triple files or sketches larger than this.")
     ] = COMPILE_MEMORY,

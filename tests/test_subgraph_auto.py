@@ -1,0 +1,98 @@
+"""--subgraph auto and counterexample-grown subgraphs: small worlds are trained whole, a large one on a
+subgraph, and rules that fit the subgraph but not the whole world grow it until they hold there."""
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from nlndl import api
+from nlndl.cli import app
+from nlndl.compiler import compile_sketch, ground_sketch
+from nlndl.compiler.subgraph import GROW_NEIGHBOURS, auto_entities, grid
+from nlndl.defaults import SUBGRAPH_ABOVE, SUBGRAPH_GRID
+from nlndl.verify import clingo_score
+
+runner = CliRunner()
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "ilp"
+
+
+@pytest.fixture(scope="module")
+def two_trees(tmp_path_factory) -> Path:
+    """Two random trees of 100 nodes, not connected: every node of the first is red, none of the second;
+    ``t`` holds of the edges into red nodes (a closed world). A subgraph drawn around the positives sees the
+    first tree only, where ``t(A, B) :- edge(A, B)`` fits; the second tree refutes it."""
+    rng = random.Random(0)
+    edges = [(f"{c}{rng.randrange(i)}", f"{c}{i}") for c in "ab" for i in range(1, 100)]
+    red = [f"a{i}" for i in range(100)]
+    root = tmp_path_factory.mktemp("two_trees")
+    (root / "edge.facts").write_text("".join(f"{x}\t{y}\n" for x, y in edges))
+    (root / "red.facts").write_text("".join(f"{x}\n" for x in red))
+    lines = [".decl edge(a: symbol, b: symbol)", ".input edge", ".decl red(a: symbol)", ".input red"]
+    lines += [".decl t(a: symbol, b: symbol)", ".learn t(vars=3, body=[edge, red])", ".closed t"]
+    lines += [f'.pos t("{x}", "{y}").' for x, y in edges if x.startswith("a")]
+    (root / "sketch.dl").write_text("\n".join(lines) + "\n")
+    return root / "sketch.dl"
+
+
+def test_auto_trains_every_bundled_task_on_its_whole_worlds():
+    sketches = sorted(EXAMPLES.glob("**/sketch.dl"))
+    assert len(sketches) >= 36
+    for sketch in sketches:
+        grounded = ground_sketch(sketch)
+        assert max(grid(grounded.checked, w) for w in grounded.worlds) <= SUBGRAPH_ABOVE, sketch
+        assert auto_entities(grounded.checked, grounded.worlds) is None
+    assert not compile_sketch(EXAMPLES / "sorting" / "sketch.dl", subgraph="auto").whole
+
+
+def test_auto_samples_a_large_world_down_to_the_grid_it_aims_at(two_trees):
+    grounded = ground_sketch(two_trees)
+    assert grid(grounded.checked, grounded.worlds[0]) == 200**3 > SUBGRAPH_ABOVE
+    assert auto_entities(grounded.checked, grounded.worlds) == round(SUBGRAPH_GRID ** (1 / 3)) == 64
+    (whole,) = compile_sketch(two_trees, subgraph="auto").whole
+    assert (whole.sampled, whole.entities) == (64, 200)
+    assert not compile_sketch(two_trees, subgraph=None).whole
+
+
+def test_a_subgraph_grows_by_the_counterexamples_constants_and_their_paths(two_trees):
+    grounded = ground_sketch(two_trees)
+    grounded.lower(subgraph="auto")
+    (kept,) = grounded.chosen
+    b0, b5 = (grounded.symbols.intern(name) for name in ("b0", "b5"))
+    assert not {b0, b5} & kept, "the drawn subgraph lies in the first tree"
+    edges = grounded.worlds[0].db["edge"]
+    path, at = [b5], b5
+    while at != b0:  # b5's ancestors up to the root b0
+        at = next(x for x, y in edges if y == at)
+        path.append(at)
+    program = grounded.grow([[("t", (b0, b5))]])
+    (grown,) = grounded.chosen
+    assert program is not None and kept < grown and set(path) <= grown
+    assert program.whole[0].sampled <= len(grown) <= len(kept) + len(path) * (GROW_NEIGHBOURS + 1)
+
+
+def test_rules_that_fit_the_subgraph_only_grow_it_until_they_hold_on_the_whole_world(two_trees):
+    result = api.train(two_trees, seed=0, max_iters=400)
+    assert result.solved and result.grown >= 1, result.rule_texts()
+    program = compile_sketch(two_trees, subgraph="auto")
+    assert clingo_score(program, result.rules, whole=True).solved
+    assert result.trained_on[0] > program.whole[0].sampled
+
+
+def test_the_cli_says_what_auto_chose_and_none_keeps_the_whole_world(two_trees, tmp_path):
+    out = tmp_path / "out"
+    done = runner.invoke(app, ["train", str(two_trees), "-D", str(out), "--max-iters", "400"])
+    assert done.exit_code == 0, done.output
+    assert "--subgraph auto" in done.output and "64 of 200 constants" in done.output
+    assert "the subgraph grew from counterexamples" in done.output
+    record = json.loads((out / "t.json").read_text())
+    assert record["subgraph"] == "auto" and record["accuracy"]["solved"]
+    exported = runner.invoke(app, ["export", str(out / "t.json")])
+    assert exported.exit_code == 0 and "t(A, B)" in exported.output
+    compiled = runner.invoke(app, ["compile", str(two_trees), "--subgraph", "none"])
+    assert compiled.exit_code == 0 and "constants" not in compiled.output
+    for bad in ("some", "1"):
+        refused = runner.invoke(app, ["compile", str(two_trees), "--subgraph", bad])
+        assert refused.exit_code == 2 and "--subgraph" in refused.output
