@@ -13,8 +13,6 @@ from itertools import combinations
 
 import networkx as nx
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import shortest_path
 
 from nlndl.compiler import depgraph
 from nlndl.compiler.check import Checked
@@ -61,6 +59,9 @@ def longest_shortest_path(graph: nx.DiGraph) -> int:
     """The most links on a shortest path between two connected nodes, or from a node back to itself, by
     breadth-first search from every node (on graphs past ``MAX_SOURCES`` nodes or ``SEARCH_WORK``, from
     fewer, evenly spread: a lower bound there). An n-node cycle: n, where n - 1 undercounts a walk around it."""
+    from scipy.sparse import csr_matrix  # imported here: most sketches' steps need no cyclic graph
+    from scipy.sparse.csgraph import shortest_path
+
     nodes = sorted(graph, key=str)
     sources = min(MAX_SOURCES, max(16, SEARCH_WORK // (len(nodes) + graph.number_of_edges())))
     index = {node: k for k, node in enumerate(nodes)}

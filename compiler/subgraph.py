@@ -16,8 +16,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import breadth_first_order
 
 from nlndl.compiler.check import Checked
 from nlndl.compiler.ground import GroundWorld, readable, world_domains
@@ -55,6 +53,8 @@ def constants(world: GroundWorld) -> np.ndarray:
 def adjacency(world: GroundWorld, nodes: np.ndarray, learned: set[str]):
     """The undirected graph over ``nodes`` (CSR) linking the constants of each extensional fact, each to the
     next one in the fact (so a fact's constants are connected)."""
+    from scipy.sparse import coo_matrix  # imported here: only a subgraph needs scipy
+
     rows, cols = [], []
     for name, rel in world.db.items():
         if name in learned or not rel:
@@ -79,6 +79,8 @@ def choose(
     """The constants of the subgraph: those of ``start``, then from the constants of positive examples drawn in
     a random order, each time the breadth-first order over the facts from one not yet chosen, until
     ``entities`` are chosen (or every constant that a positive example reaches is)."""
+    from scipy.sparse.csgraph import breadth_first_order
+
     nodes = constants(world)
     if entities >= nodes.size:
         return set(nodes.tolist())
@@ -109,6 +111,8 @@ def grow(
     whole world): of up to GROW_EXAMPLES of them, drawn with ``seed``, the constants, the constants on a
     shortest path over the facts between each one's consecutive constants (a missed positive needs the
     facts that derive it), and up to GROW_NEIGHBOURS neighbours of each constant added."""
+    from scipy.sparse.csgraph import breadth_first_order
+
     nodes = constants(world)
     graph = adjacency(world, nodes, set(checked.learned))
     rng = np.random.default_rng([seed, len(kept), len(atoms)])

@@ -141,6 +141,31 @@ def bench_scale(
     publish_report(scale.markdown(report), report, json_path, plot_path, "plot_scale")
 
 
+@bench_app.command("startup")
+@reported
+def bench_startup(
+    tasks: Annotated[
+        list[str] | None, typer.Option("--tasks", help="Bundled task folders (repeatable); default: five small ones.")
+    ] = None,
+    repeats: Annotated[int, typer.Option(min=1, help="Runs of each command (medians are reported).")] = 5,
+    examples: Examples = Path("examples/ilp"),
+    json_path: JsonPath = None,
+    quiet: QuietOption = False,
+) -> None:
+    """Whole-process nlndl train of small bundled tasks against the import floor (python -c "import torch,
+    clingo"), alternately, each in a fresh process: medians and their ratio."""
+    from nlndl.bench import startup
+
+    check_outputs(json_path)
+    names = tasks or list(startup.TASKS)
+    missing = [n for n in names if not (examples / n / "sketch.dl").is_file()]
+    if missing:
+        fail(f"{examples / missing[0]}: error: no sketch.dl ({NO_EXAMPLES})")
+    with progress_bar(len(names), quiet) as tell:
+        report = startup.measure(examples, names, repeats, tell)
+    publish_report(startup.markdown(report), report, json_path)
+
+
 @bench_app.command("shard")
 @reported
 def bench_shard(
