@@ -11,8 +11,10 @@ class EngineError(RuntimeError):
     """clingo rejected a program; the message carries clingo's own located diagnostics."""
 
 
-def clingo_model(program: str) -> set[Atom]:
-    """The unique stable model of a stratified program, as (predicate, args) with str/int args."""
+def clingo_model(program: str, predicates: set[str] | None = None) -> set[Atom]:
+    """The unique stable model of a stratified program, as (predicate, args) with str/int args; with
+    ``predicates``, only their atoms (a model holds every fact too, and reading those back is most of the
+    cost)."""
     messages: list[str] = []
 
     def logger(_code: clingo.MessageCode, message: str) -> None:
@@ -27,7 +29,8 @@ def clingo_model(program: str) -> set[Atom]:
     models: list[set[Atom]] = []
     with control.solve(yield_=True) as handle:
         for model in handle:
-            models.append({_atom(s) for s in model.symbols(atoms=True)})
+            symbols = model.symbols(atoms=True)
+            models.append({_atom(s) for s in symbols if predicates is None or s.name in predicates})
     if len(models) != 1:
         raise EngineError(f"expected exactly one model, clingo found {len(models)}")
     return models[0]

@@ -218,7 +218,7 @@ def clingo_derived(program: CompiledProgram, facts: Database, rules: list[Rule])
     names = Names.for_program(program)
     learned = set(program.learned)
     derived = set()
-    for pred, args in clingo_model(clingo_program(facts, rules, symbols, names)):
+    for pred, args in clingo_model(clingo_program(facts, rules, symbols, names), {names(p) for p in learned}):
         original = names.original(pred)
         if original in learned:
             derived.add((original, tuple(symbols.ids[(isinstance(a, int), a)] for a in args)))
