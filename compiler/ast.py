@@ -37,10 +37,6 @@ class Atom:
     args: tuple[Term, ...]
     span: Span
 
-    @property
-    def is_ground(self) -> bool:
-        return all(isinstance(a, Const) for a in self.args)
-
 
 @dataclass(frozen=True)
 class Literal:

@@ -121,9 +121,6 @@ class Checked:
     strata: Strata | None = None
     dependencies: list[tuple[str, str, bool]] = field(default_factory=list)  # (body, head, negated)
 
-    def base_type(self, relation: str, position: int) -> str:
-        return self.types[self.relations[relation].attributes[position].type]
-
     def supertypes(self, name: str) -> list[str]:
         """``name`` and every type it is a subtype of, nearest first (``.type Pair <: L`` gives Pair, L, symbol)."""
         chain = [name]

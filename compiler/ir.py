@@ -115,10 +115,10 @@ class WorldIR:
         """(substitutions,) valuation slot of the head atom each substitution writes, sorted."""
         return self.arrays[f"{predicate}/scatter"]
 
-    def grid(self, predicate: str) -> np.ndarray | None:
+    def grid(self, predicate: str) -> np.ndarray:
         """(substitutions,) each substitution's flat index in the grid of the predicate's variable domains
-        (row-major, in variable order), head-sorted; None in programs compiled before it was kept."""
-        return self.arrays.get(f"{predicate}/grid")
+        (row-major, in variable order), head-sorted."""
+        return self.arrays[f"{predicate}/grid"]
 
     def pointers(self, predicate: str) -> np.ndarray:
         """CSR pointers over the predicate's head atoms into the sorted substitutions."""

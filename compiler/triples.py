@@ -22,6 +22,7 @@ import numpy as np
 from nlndl.compiler.check import RESERVED
 from nlndl.compiler.diagnostics import Diagnostics, Span
 from nlndl.compiler.facts import read_facts
+from nlndl.defaults import KG_NEGATIVES, KG_VARS
 
 Triple = tuple[str, str, str]
 SPLITS = ("facts", "train", "valid", "test")
@@ -170,9 +171,9 @@ def kg_sketch(
     directory: Path,
     target: str,
     diags: Diagnostics,
-    negatives: int = 2,
+    negatives: int = KG_NEGATIVES,
     seed: int = 0,
-    vars: int = 3,  # noqa: A002
+    vars: int = KG_VARS,  # noqa: A002
     memory_limit: int | None = None,
     splits: dict[str, list[Triple]] | None = None,
 ) -> KGSketch | None:

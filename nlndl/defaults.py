@@ -17,6 +17,12 @@ SUBGRAPH_ABOVE = 2**22  # auto: a world whose learned predicates' substitution g
 SUBGRAPH_GRID = 2**18  # ... down to the constants whose grid is about this (64 constants at 3 variables)
 
 # training
+OUTPUT_DIR = "nlndl-out"  # where train writes when no -D is given
+# restarts by the work of one forward pass (gather index entries x steps): a small program's pass costs
+# little more with more restarts, a large one's nearly proportionally more, and there the first 16 draws
+# already succeed
+RESTART_TIERS = ((64_000, 64), (256_000, 32))
+MIN_RESTARTS = 16
 MAX_ITERS = 4000  # iteration limit; Addition from seeds 0-9 needs up to 3,640 (seed 2)
 CLASS_WEIGHTS = ("sqrt", "balanced", "none")  # positive example weight vs a negative; the first is the default
 TRAIN_MEMORY = "8GiB"  # compiling or training estimated to need more is refused (train)

@@ -11,10 +11,10 @@ class EngineError(RuntimeError):
     """clingo rejected a program; the message carries clingo's own located diagnostics."""
 
 
-def clingo_model(program: str, predicates: set[str] | None = None) -> set[Atom]:
+def clingo_model(program: str, predicates: dict[str, int] | None = None) -> set[Atom]:
     """The unique stable model of a stratified program, as (predicate, args) with str/int args; with
-    ``predicates``, only their atoms (a model holds every fact too, and reading those back is most of the
-    cost)."""
+    ``predicates`` (name -> arity), only their atoms, shown by ``#show`` (a model holds every fact too, and
+    reading those back is most of the cost)."""
     messages: list[str] = []
 
     def logger(_code: clingo.MessageCode, message: str) -> None:
@@ -22,15 +22,16 @@ def clingo_model(program: str, predicates: set[str] | None = None) -> set[Atom]:
 
     control = clingo.Control(["--warn=none"], logger=logger)
     try:
-        control.add("base", [], program)
+        shown = "".join(f"#show {name}/{arity}.\n" for name, arity in sorted((predicates or {}).items()))
+        control.add("base", [], program + ("\n" + shown if predicates is not None else ""))
         control.ground([("base", [])])
     except RuntimeError as exc:
         raise EngineError("\n".join(messages) or str(exc)) from None
     models: list[set[Atom]] = []
     with control.solve(yield_=True) as handle:
         for model in handle:
-            symbols = model.symbols(atoms=True)
-            models.append({_atom(s) for s in symbols if predicates is None or s.name in predicates})
+            symbols = model.symbols(atoms=True) if predicates is None else model.symbols(shown=True)
+            models.append({_atom(s) for s in symbols})
     if len(models) != 1:
         raise EngineError(f"expected exactly one model, clingo found {len(models)}")
     return models[0]

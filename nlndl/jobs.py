@@ -20,7 +20,16 @@ from nlndl.compiler.diagnostics import Diagnostics, size_text
 from nlndl.compiler.ir import CompiledProgram
 from nlndl.compiler.tanner import MatrixError, TannerGraph, read_matrix, regular_code
 from nlndl.compiler.triples import KGSketch, kg_sketch
-from nlndl.defaults import CLASS_WEIGHTS, MAX_ITERS, SUBGRAPH, SUBGRAPH_ABOVE, TRAIN_MEMORY_BYTES
+from nlndl.defaults import (
+    CLASS_WEIGHTS,
+    KG_NEGATIVES,
+    KG_VARS,
+    MAX_ITERS,
+    OUTPUT_DIR,
+    SUBGRAPH,
+    SUBGRAPH_ABOVE,
+    TRAIN_MEMORY_BYTES,
+)
 from nlndl.errors import Interrupted, JobError
 from nlndl.export import clingo_text, planned_paths, souffle_text, write_program
 from nlndl.output import OutputDir, OutputError
@@ -216,7 +225,7 @@ class TrainPlan:
 def plan_training(
     sketch: Path,
     fact_dir: Path | None = None,
-    output: Path = Path("nlndl-out"),
+    output: Path = Path(OUTPUT_DIR),
     *,
     seed: int = 0,
     restarts: int | None = None,
@@ -418,9 +427,9 @@ def write_kg_sketch(
     directory: Path,
     target: str,
     output: Path,
-    negatives: int = 2,
+    negatives: int = KG_NEGATIVES,
     seed: int = 0,
-    variables: int = 3,
+    variables: int = KG_VARS,
     memory_limit: int = DEFAULT_MEMORY_LIMIT,
 ) -> KGSketch:
     """Write OUTPUT/sketch.dl and the .facts files learning ``target`` of a graph in the Neural LP layout."""
@@ -747,7 +756,7 @@ def closure_agrees(graph: object, learned: list, clingo_program: str) -> tuple[i
     crisp = evaluate(db, rules(learned))
     ours = {(h, a, b) for h in heads for a, b in crisp.get(h, set())}
     theirs = set()
-    for pred, args in clingo_model(clingo_program, {names(h) for h in heads}):
+    for pred, args in clingo_model(clingo_program, {names(h): 2 for h in heads}):
         original = names.original(pred)
         if original in heads:
             theirs.add((original, graph.index[str(args[0])], graph.index[str(args[1])]))

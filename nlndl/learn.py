@@ -210,10 +210,6 @@ class Allowance:
     derived: int = 0
 
     @classmethod
-    def of(cls, program: CompiledProgram, noise: float) -> Allowance:
-        return cls.of_counts(example_counts(program), noise)
-
-    @classmethod
     def of_counts(cls, counts: dict[bool, int], noise: float) -> Allowance:
         """From the positive (True) and negative (False) examples."""
         if not noise:

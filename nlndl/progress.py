@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
 stderr = Console(stderr=True)
 LOG_EVERY = 30.0  # seconds between a training run's progress lines off a terminal
@@ -47,9 +47,10 @@ def progress_bar(total: int, quiet: bool = False) -> Iterator[Callable[[str], No
 
 
 @contextmanager
-def training_bar(total: int, restarts: int, quiet: bool = False) -> Iterator[Callable]:
+def training_bar(total: int, restarts: int, quiet: bool = False, time_limit: float | None = None) -> Iterator[Callable]:
     """Yield ``progress(state, losses)`` for the trainer: iteration, best loss, restarts replaced (off a
-    terminal, a line every ``LOG_EVERY`` seconds)."""
+    terminal, a line every ``LOG_EVERY`` seconds). The bar fills by whichever limit is nearer, ``total``
+    iterations or ``time_limit`` seconds."""
     if quiet:
         yield None
         return
@@ -60,24 +61,30 @@ def training_bar(total: int, restarts: int, quiet: bool = False) -> Iterator[Cal
             f"({state.replaced} replaced, {state.renewed} renewed)"
         )
 
+    def done(state) -> float:
+        """The share of the run spent: of its iterations or of its time limit, the larger."""
+        spent = state.iteration / total
+        return max(spent, state.seconds / time_limit) if time_limit else spent
+
     if not sys.stderr.isatty():
         last = 0.0
+        limit = f", at most {time_limit:g} s" if time_limit else ""
 
         def log(state, losses) -> None:
             nonlocal last
             if state.seconds - last >= LOG_EVERY:
                 last = state.seconds
-                print(f"[{state.seconds:7.1f} s] {describe(state, f'/{total}')}", file=sys.stderr, flush=True)
+                print(f"[{state.seconds:7.1f} s] {describe(state, f'/{total}{limit}')}", file=sys.stderr, flush=True)
 
         yield log
         return
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn())
     with Progress(*columns, console=stderr, transient=True) as bar:
-        task = bar.add_task("training", total=total)
+        task = bar.add_task("training", total=1.0)
 
         def progress(state, losses) -> None:
             if state.iteration % 10 == 0:
-                bar.update(task, completed=state.iteration, description=describe(state))
+                bar.update(task, completed=min(done(state), 1.0), description=describe(state))
 
         yield progress
 

@@ -218,7 +218,8 @@ def clingo_derived(program: CompiledProgram, facts: Database, rules: list[Rule])
     names = Names.for_program(program)
     learned = set(program.learned)
     derived = set()
-    for pred, args in clingo_model(clingo_program(facts, rules, symbols, names), {names(p) for p in learned}):
+    shown = {names(p): len(program.relations[p]["types"]) for p in learned}
+    for pred, args in clingo_model(clingo_program(facts, rules, symbols, names), shown):
         original = names.original(pred)
         if original in learned:
             derived.add((original, tuple(symbols.ids[(isinstance(a, int), a)] for a in args)))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from nlndl.compiler.ir import AMALGAMATIONS, CompiledProgram
-from nlndl.defaults import CLASS_WEIGHTS
+from nlndl.defaults import CLASS_WEIGHTS, MIN_RESTARTS, RESTART_TIERS
 from nlndl.runtime.init import Init
 from nlndl.runtime.message_passing import AGGREGATIONS
 
@@ -44,13 +44,6 @@ class ChainConfig:
     def for_program(self, program: CompiledProgram) -> ChainConfig:
         """This config with the number of restarts decided: the one asked for, else :func:`auto_restarts`."""
         return self if self.restarts is not None else replace(self, restarts=auto_restarts(program))
-
-
-# restarts by the work of one forward pass (gather index entries x steps): a small program's pass costs
-# little more with more restarts, a large one's nearly proportionally more, and there the first 16 draws
-# already succeed
-RESTART_TIERS = ((64_000, 64), (256_000, 32))
-MIN_RESTARTS = 16
 
 
 def amalgamations(program: CompiledProgram, setting: str | None) -> dict[str, str]:

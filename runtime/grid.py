@@ -120,9 +120,9 @@ def clusters(variables: list[tuple[int, ...]], width: int) -> list[list[int]]:
 def column_grid(ir: LearnedIR, fuzzy_inputs: list[int], world: WorldIR) -> ColumnGrid | None:
     """The grid form of a predicate's fuzzy columns in one world, where it applies and pays (see GRID_SHARE):
     every fuzzy atom is over plain variables (no functions) whose domains are its relation's axes, as the
-    gather arrays confirm. None otherwise, and for programs compiled without the grid indices."""
+    gather arrays confirm. None otherwise."""
     grid = world.grid(ir.predicate)
-    if grid is None or not fuzzy_inputs or not grid.size:
+    if not fuzzy_inputs or not grid.size:
         return None
     sizes = tuple(len(world.domains[t]) for t in ir.var_types)
     theta = np.unravel_index(grid, sizes)

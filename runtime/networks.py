@@ -60,14 +60,6 @@ class NormalForm(nn.Module):
         for layer in self.layers():
             layer.reset_parameters(generator)
 
-    @torch.no_grad()
-    def binarize_(self, factor: float = 1.2, limit: float = 20.0) -> None:
-        """Push memberships toward 0/1 by scaling weights by ``factor`` (> 1), clipped to +-limit."""
-        if factor <= 1.0:
-            raise ValueError(f"binarisation factor must exceed 1, got {factor}")
-        for layer in self.layers():
-            layer.weight.mul_(factor).clamp_(-limit, limit)
-
     def formula(self, threshold: float = 0.5, names: list[str] | None = None, output: int = 0) -> Formula:
         """Read output ``output`` back as a crisp Boolean formula (memberships > threshold kept)."""
         inner = self.inner.membership().detach().cpu().numpy()

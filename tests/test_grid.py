@@ -75,15 +75,6 @@ def test_grid_is_chosen_where_it_pays():
         assert all((g is not None) == expected for g in grids_of(model).values())
 
 
-def test_programs_without_grid_indices_gather(tmp_path):
-    """A program compiled before the grid indices were kept runs as before, gathering."""
-    program = compile_sketch(ROOT / "examples/ilp/addition/sketch.dl")
-    for world in program.worlds:
-        world.arrays = {k: v for k, v in world.arrays.items() if not k.endswith("/grid")}
-    model = ForwardChainer(program, ChainConfig(restarts=2))
-    assert all(g is None for g in grids_of(model).values())
-
-
 def test_clusters_partition_the_groups_on_smaller_grids():
     triples = list(itertools.combinations(range(5), 3))
     found = clusters(triples, 5)

@@ -63,16 +63,6 @@ def test_cnf_read_back_matches_network():
     assert (formula.evaluate(x) == (net(torch.from_numpy(x)).squeeze(-1).detach().numpy() > 0.5)).all()
 
 
-def test_binarize_pushes_memberships_out():
-    net = NormalForm(4, 3)
-    before = net.inner.membership().detach()
-    net.binarize_(1.5)
-    after = net.inner.membership().detach()
-    assert ((after - 0.5).abs() >= (before - 0.5).abs() - 1e-7).all()
-    with pytest.raises(ValueError):
-        net.binarize_(0.9)
-
-
 def test_dnf_network_learns_known_formula():
     """A DNF net trained on (x0 & ~x2) | (x1 & x3) recovers an equivalent formula, exhaustively checked."""
     target = Formula("dnf", ((Literal(0), Literal(2, True)), (Literal(1), Literal(3))), 4, ("x0", "x1", "x2", "x3"))

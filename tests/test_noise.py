@@ -12,7 +12,7 @@ from nlndl.bench.noise import flip
 from nlndl.cli import app
 from nlndl.compiler.crisp import BodyAtom, Rule
 from nlndl.holdout import hold_out
-from nlndl.learn import Allowance, cost
+from nlndl.learn import Allowance, cost, example_counts
 from nlndl.rules import rules_from_text
 from nlndl.verify import Score, clingo_score, validation_score
 
@@ -40,9 +40,9 @@ def undirected(tmp_path: Path, wrong: int) -> Path:
 def test_the_allowance_is_a_fraction_of_each_class():
     program = api.compile(ROOT / "examples/ilp/less_than/sketch.dl")
     labels = np.concatenate([w.example_labels for w in program.worlds])
-    allowance = Allowance.of(program, 0.1)
+    allowance = Allowance.of_counts(example_counts(program), 0.1)
     assert allowance == Allowance(int(0.1 * (labels > 0.5).sum()), int(0.1 * (labels <= 0.5).sum()))
-    assert Allowance.of(program, 0.0) == Allowance()
+    assert Allowance.of_counts(example_counts(program), 0.0) == Allowance()
     score = Score(positives=10, negatives=90, true_positives=10 - allowance.missed, false_positives=allowance.derived)
     assert allowance.admits(score)
     score.false_positives += 1

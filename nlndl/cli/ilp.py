@@ -35,7 +35,10 @@ from nlndl.defaults import (
     MAX_NOISE,
     MAX_SEED,
     MAX_STEPS,
+    MIN_RESTARTS,
     NOISE_PATIENCE,
+    OUTPUT_DIR,
+    RESTART_TIERS,
     SUBGRAPH,
     TRAIN_MEMORY,
 )
@@ -119,14 +122,15 @@ def train_command(
     fact_dir: FactDir = None,
     output_dir: Annotated[
         Path, typer.Option("-D", "--output-dir", help="Where to write <name>.dl, <name>.lp and <name>.json.")
-    ] = Path("nlndl-out"),
+    ] = Path(OUTPUT_DIR),
     seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Random seed (same seed, same result on CPU).")] = 0,
     restarts: Annotated[
         int | None,
         typer.Option(
             min=1,
-            help="Independent initialisations trained together (default: by index entries x steps, 64 up to "
-            "64,000, 32 up to 256,000, else 16).",
+            help="Independent initialisations trained together (default: by index entries x steps, "
+            + ", ".join(f"{k} up to {limit:,}" for limit, k in RESTART_TIERS)
+            + f", else {MIN_RESTARTS}).",
         ),
     ] = None,
     max_iters: Annotated[int, typer.Option(min=1, help="Iteration limit.")] = MAX_ITERS,
@@ -211,7 +215,7 @@ def train_command(
         warn([subgraph_line(part) for part in plan.program.summary()["subgraph"]])
         warn(plan.notes)
     try:
-        with training_bar(max_iters, plan.config.chain.restarts, not talk) as progress:
+        with training_bar(max_iters, plan.config.chain.restarts, not talk, time_limit) as progress:
             run = plan.run(progress)
     except Interrupted as exc:
         typer.echo(str(exc), err=True)

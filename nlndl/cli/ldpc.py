@@ -51,7 +51,7 @@ def ldpc_compile(
     generate: Annotated[
         str | None, typer.Option(help=f"Generate a regular code instead: N,DV,DC (e.g. {GENERATED}).")
     ] = None,
-    seed: CodeSeed = 0,
+    seed: Annotated[int, typer.Option("--code-seed", "--seed", min=0, help="Seed of --generate.")] = 0,
     output: Annotated[
         Path | None, typer.Option("-D", "--output-dir", "-o", "--output", help="Save the Tanner graph here.")
     ] = None,
