@@ -72,18 +72,17 @@ def test_usage_error_exits_2():
     assert runner.invoke(app, ["no-such-verb"]).exit_code == 2
 
 
-def test_bench_startup_times_train_beside_the_import_floor(tmp_path):
-    from pathlib import Path
-
-    examples = Path(__file__).resolve().parent.parent / "examples" / "ilp"
+def test_bench_startup_times_train_beside_the_import_floor(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the bundled sketches are found from any directory
     out = tmp_path / "startup.json"
-    args = ["bench", "startup", "--tasks", "less_than", "--repeats", "1", "--examples", str(examples)]
-    result = runner.invoke(app, [*args, "--json", str(out), "-q"])
+    result = runner.invoke(
+        app, ["bench", "startup", "--tasks", "less_than", "--repeats", "1", "--json", str(out), "-q"]
+    )
     assert result.exit_code == 0, result.output
     (row,) = json.loads(out.read_text())["rows"]
     assert row["task"] == "less_than" and row["solved"]
     assert row["train_median"] > 0 and row["floor_median"] > 0
     assert abs(row["ratio"] - row["train_median"] / row["floor_median"]) < 1e-9
     assert "| less_than |" in result.output
-    missing = runner.invoke(app, ["bench", "startup", "--tasks", "nothing_here", "--examples", str(examples)])
+    missing = runner.invoke(app, ["bench", "startup", "--tasks", "nothing_here"])
     assert missing.exit_code == 1 and "nothing_here" in missing.output

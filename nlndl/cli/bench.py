@@ -46,8 +46,18 @@ from nlndl.output import write_bytes_atomic, write_json
 from nlndl.progress import progress_bar, status_line
 
 JsonPath = Annotated[Path | None, typer.Option("--json", help="Write the results as JSON.")]
-Examples = Annotated[Path, typer.Option(help="The folder of bundled ILP sketches.")]
-NO_EXAMPLES = "error: no such folder of ILP sketches (run from the repository or give --examples)"
+Examples = Annotated[
+    Path | None, typer.Option(help="The folder of bundled ILP sketches (default: the repository's examples/ilp).")
+]
+NO_EXAMPLES = "error: no such folder of ILP sketches (give --examples: the repository's examples/ilp)"
+
+
+def bundled_examples() -> Path:
+    """The bundled ILP sketches: ``examples/ilp`` here, else beside the package (an install from a checkout),
+    so that the benches run from any directory."""
+    here = Path("examples/ilp")
+    beside = Path(__file__).resolve().parents[2] / "examples" / "ilp"
+    return here if here.is_dir() or not beside.is_dir() else beside
 
 
 @bench_app.command("ilp")
@@ -59,7 +69,7 @@ def bench_ilp(
     seeds: Annotated[int, typer.Option(min=1, help="Seeds per task.")] = 10,
     json_path: JsonPath = None,
     markdown_path: Annotated[Path | None, typer.Option("--markdown", help="Write the results as a table.")] = None,
-    examples: Examples = Path("examples/ilp"),
+    examples: Examples = None,
     spec: Annotated[
         Path | None,
         typer.Option(help="dilp_tasks.json for the published rates; default: the copy in EXAMPLES/dilp."),
@@ -76,6 +86,7 @@ def bench_ilp(
     quiet: QuietOption = False,
 ) -> None:
     """Every bundled ILP task from several seeds; a run counts only when clingo verifies its rules."""
+    examples = examples or bundled_examples()
     from nlndl.bench import ilp
 
     check_outputs(json_path, markdown_path)
@@ -148,12 +159,13 @@ def bench_startup(
         list[str] | None, typer.Option("--tasks", help="Bundled task folders (repeatable); default: five small ones.")
     ] = None,
     repeats: Annotated[int, typer.Option(min=1, help="Runs of each command (medians are reported).")] = 5,
-    examples: Examples = Path("examples/ilp"),
+    examples: Examples = None,
     json_path: JsonPath = None,
     quiet: QuietOption = False,
 ) -> None:
     """Whole-process nlndl train of small bundled tasks against the import floor (python -c "import torch,
     clingo"), alternately, each in a fresh process: medians and their ratio."""
+    examples = examples or bundled_examples()
     from nlndl.bench import startup
 
     check_outputs(json_path)
@@ -200,18 +212,19 @@ def bench_noise(
     time_limit: Annotated[float, typer.Option(min=1.0, callback=finite, help="Seconds of training per run.")] = 60.0,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write every run as JSON.")] = None,
     plot_path: Annotated[Path | None, typer.Option("--plot", help="Runs right against the noise.")] = None,
-    examples: Examples = Path("examples/ilp"),
+    examples: Examples = None,
     quiet: QuietOption = False,
 ) -> None:
     """Bundled tasks with a fraction of their labels flipped (positives and as many negatives, seeded), learned
     with --noise at that fraction: the runs whose rules clingo finds right on the clean labels."""
+    examples = examples or bundled_examples()
     from nlndl.bench import noise
 
     check_outputs(json_path, plot=plot_path)
     chosen = tuple(tasks or noise.TASKS)
     missing = [t for t in chosen if not (examples / t / "sketch.dl").is_file()]
     if missing:
-        fail(f"{examples / missing[0]}: error: no sketch.dl there (run from the repository or give --examples)")
+        fail(f"{examples / missing[0]}: error: no sketch.dl there ({NO_EXAMPLES[len('error: ') :]})")
     fractions = numbers(levels, "--levels")
     if any(not 0 <= x <= 0.5 for x in fractions):
         usage("--levels are fractions from 0 to 0.5")
@@ -281,10 +294,11 @@ def bench_fuzz(
     inputs: Annotated[int, typer.Option(min=1, help="Fuzz inputs to run.")] = 10_000,
     seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Seed of the input stream.")] = 0,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the summary and failures as JSON.")] = None,
-    examples: Annotated[Path, typer.Option(help="Bundled sketches to mutate.")] = Path("examples/ilp"),
+    examples: Annotated[Path | None, typer.Option(help="Bundled sketches to mutate (default: examples/ilp).")] = None,
     quiet: QuietOption = False,
 ) -> None:
     """Grammar-drawn and mutated sketches through compile and check: counts tracebacks, hangs and runaways."""
+    examples = examples or bundled_examples()
     from nlndl.bench import fuzz
 
     check_outputs(json_path)
