@@ -21,10 +21,10 @@ from nlndl.compiler.ground import GroundWorld, ground_worlds, lower
 from nlndl.compiler.ir import CompiledProgram
 from nlndl.compiler.parser import parse_file
 from nlndl.compiler.steps import default_steps
-from nlndl.compiler.subgraph import MIN_ENTITIES, auto_entities, grow, whole_world
+from nlndl.compiler.subgraph import MIN_ENTITIES, auto_choice, auto_entities, grow, whole_world
 from nlndl.compiler.subgraph import subgraph as sample
 from nlndl.compiler.symbols import SymbolTable
-from nlndl.defaults import COMPILE_MEMORY_BYTES, LAYOUTS
+from nlndl.defaults import COMPILE_MEMORY_BYTES, LAYOUTS, SUBGRAPH_WORK
 
 DEFAULT_MEMORY_LIMIT = COMPILE_MEMORY_BYTES
 
@@ -71,9 +71,21 @@ class Grounded:
         """The compiled program (see :func:`compile_sketch`); ``grown``: per world, the constants of a grown
         subgraph (compiler.subgraph.grow), trained on instead of a drawn one."""
         checked, worlds = self.checked, self.worlds
+        if subgraph == "auto" and grown is None:
+            choice = auto_choice(checked, worlds)
+            if choice == "whole":
+                return self.lower(steps, seed, layout, None, shard)
+            if choice == "try":
+                try:
+                    program = self.lower(steps, seed, layout, None, shard)
+                    if program.summary()["index_entries"] * program.steps <= SUBGRAPH_WORK:
+                        return program
+                except CompileError:  # refused whole (memory): a subgraph instead
+                    pass
+            subgraph = auto_entities(checked)
         self.options = {"steps": steps, "seed": seed, "layout": layout}
         diags = Diagnostics(sources=dict(self.sources))
-        entities = auto_entities(checked, worlds) if subgraph == "auto" else subgraph
+        entities = subgraph
         if grown is not None:
             entities = max(len(c) for c in grown)
         if entities is not None and shard[1] > 1:
@@ -159,7 +171,7 @@ def compile_sketch(
     ``seed`` draws sampled closed-world negatives and the subgraph; ``layout`` is the valuation's: dense,
     sparse or auto; ``subgraph``: train on that many constants of each world around drawn positive examples
     (compiler.subgraph), the whole worlds kept for verification; "auto": so where a world is large
-    (:func:`~nlndl.compiler.subgraph.auto_entities`); ``shard`` (rank, size): one of ``size`` processes'
+    (:func:`~nlndl.compiler.subgraph.auto_choice`); ``shard`` (rank, size): one of ``size`` processes'
     share of the examples, with the atoms their substitutions read (a sharded training run)."""
     check_options(layout, subgraph, shard)
     grounded = ground_sketch(path, fact_dir, memory_limit, background)

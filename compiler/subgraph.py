@@ -20,25 +20,37 @@ import numpy as np
 from nlndl.compiler.check import Checked
 from nlndl.compiler.ground import GroundWorld, readable, world_domains
 from nlndl.compiler.ir import WholeWorld
-from nlndl.defaults import SUBGRAPH_ABOVE, SUBGRAPH_GRID
+from nlndl.defaults import SUBGRAPH_ABOVE, SUBGRAPH_GRID, SUBGRAPH_TRY
 from nlndl.defaults import SUBGRAPH_MIN as MIN_ENTITIES
 
 GROW_EXAMPLES = 8  # counterexamples whose constants one growth step adds (drawn with the seed)
 GROW_NEIGHBOURS = 4  # neighbours of each such constant added with it (the first by constant id)
 
 
-def grid(checked: Checked, world: GroundWorld) -> int:
-    """The world's substitution grid: per learned predicate, the product of its variables' domain sizes (what
-    enumerating its substitutions would visit before any join prunes them)."""
-    return sum(math.prod(len(world.domains[t]) for t in spec.var_types) for spec in checked.learned.values())
+def unpruned(checked: Checked, world: GroundWorld) -> int:
+    """The world's substitutions before any join prunes them: per learned predicate, its head atoms that
+    training reads (every one of a closed predicate, else its examples) times its extra variables' domain
+    sizes."""
+    closed = {name for name, _ in checked.sketch.closed}
+    total = 0
+    for name, spec in checked.learned.items():
+        sizes = [len(world.domains[t]) for t in spec.var_types]
+        heads = math.prod(sizes[: spec.head_arity]) if name in closed else sum(e[0] == name for e in world.examples)
+        total += heads * math.prod(sizes[spec.head_arity :])
+    return total
 
 
-def auto_entities(checked: Checked, worlds: list[GroundWorld]) -> int | None:
-    """``subgraph="auto"``: None (train on the whole worlds) unless some world's :func:`grid` passes
-    SUBGRAPH_ABOVE; then the constants of a subgraph whose grid is about SUBGRAPH_GRID, at the learned
+def auto_choice(checked: Checked, worlds: list[GroundWorld]) -> str:
+    """``subgraph="auto"``: "whole" where no world's :func:`unpruned` substitutions pass SUBGRAPH_ABOVE,
+    "sample" where one passes SUBGRAPH_TRY, else "try" (lower the whole worlds and sample only where the
+    work, index entries x steps, passes SUBGRAPH_WORK: joins prune most substitutions of a sparse world)."""
+    most = max((unpruned(checked, w) for w in worlds), default=0) if checked.learned else 0
+    return "whole" if most <= SUBGRAPH_ABOVE else "sample" if most > SUBGRAPH_TRY else "try"
+
+
+def auto_entities(checked: Checked) -> int:
+    """The constants of an automatic subgraph: those whose grid is about SUBGRAPH_GRID at the learned
     predicates' most variables."""
-    if not checked.learned or max((grid(checked, w) for w in worlds), default=0) <= SUBGRAPH_ABOVE:
-        return None
     most = max(len(spec.var_types) for spec in checked.learned.values())
     return max(MIN_ENTITIES, int(round(SUBGRAPH_GRID ** (1 / most))))
 

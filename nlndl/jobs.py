@@ -27,7 +27,7 @@ from nlndl.defaults import (
     MAX_ITERS,
     OUTPUT_DIR,
     SUBGRAPH,
-    SUBGRAPH_ABOVE,
+    SUBGRAPH_WORK,
     TRAIN_MEMORY_BYTES,
 )
 from nlndl.errors import Interrupted, JobError
@@ -280,8 +280,9 @@ def plan_training(
     notes = []
     if subgraph == "auto" and program.whole:
         notes.append(
-            f"--subgraph auto: a world's substitution grid passes {SUBGRAPH_ABOVE:,}, so training sees a subgraph "
-            "grown from counterexamples until the rules hold on the whole world (--subgraph none: the whole world)"
+            f"--subgraph auto: a world is too large to train whole (over {SUBGRAPH_WORK:,} index entries x steps), "
+            "so training sees a subgraph grown from counterexamples until the rules hold on the whole world "
+            "(--subgraph none: the whole world)"
         )
     if validation:
         from nlndl.holdout import held_counts

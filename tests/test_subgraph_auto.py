@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 from nlndl import api
 from nlndl.cli import app
 from nlndl.compiler import compile_sketch, ground_sketch
-from nlndl.compiler.subgraph import GROW_NEIGHBOURS, auto_entities, grid
-from nlndl.defaults import SUBGRAPH_ABOVE, SUBGRAPH_GRID
+from nlndl.compiler.subgraph import GROW_NEIGHBOURS, auto_choice, auto_entities, unpruned
+from nlndl.defaults import SUBGRAPH_ABOVE, SUBGRAPH_GRID, SUBGRAPH_TRY, SUBGRAPH_WORK
 from nlndl.verify import clingo_score
 
 runner = CliRunner()
@@ -42,18 +42,41 @@ def test_auto_trains_every_bundled_task_on_its_whole_worlds():
     assert len(sketches) >= 36
     for sketch in sketches:
         grounded = ground_sketch(sketch)
-        assert max(grid(grounded.checked, w) for w in grounded.worlds) <= SUBGRAPH_ABOVE, sketch
-        assert auto_entities(grounded.checked, grounded.worlds) is None
+        assert max(unpruned(grounded.checked, w) for w in grounded.worlds) <= SUBGRAPH_ABOVE, sketch
+        assert auto_choice(grounded.checked, grounded.worlds) == "whole"
     assert not compile_sketch(EXAMPLES / "sorting" / "sketch.dl", subgraph="auto").whole
 
 
 def test_auto_samples_a_large_world_down_to_the_grid_it_aims_at(two_trees):
     grounded = ground_sketch(two_trees)
-    assert grid(grounded.checked, grounded.worlds[0]) == 200**3 > SUBGRAPH_ABOVE
-    assert auto_entities(grounded.checked, grounded.worlds) == round(SUBGRAPH_GRID ** (1 / 3)) == 64
+    assert unpruned(grounded.checked, grounded.worlds[0]) == 200**3
+    assert SUBGRAPH_ABOVE < 200**3 <= SUBGRAPH_TRY and auto_choice(grounded.checked, grounded.worlds) == "try"
+    assert auto_entities(grounded.checked) == round(SUBGRAPH_GRID ** (1 / 3)) == 64
     (whole,) = compile_sketch(two_trees, subgraph="auto").whole
     assert (whole.sampled, whole.entities) == (64, 200)
     assert not compile_sketch(two_trees, subgraph=None).whole
+
+
+def test_auto_keeps_a_sparse_world_whole_when_joins_prune_it(tmp_path):
+    """A chain of 2,000 nodes with 3,000 listed examples: 6 million unpruned substitutions, but the joins keep
+    only those whose extra variable is a neighbour, so the world lowered whole is cheap and stays whole
+    (as a relation written by nlndl kg sketch does)."""
+    n = 2000
+    (tmp_path / "edge.facts").write_text("".join(f"n{i}\tn{i + 1}\n" for i in range(n - 1)))
+    lines = [
+        ".decl edge(a: symbol, b: symbol)",
+        ".input edge",
+        ".decl t(a: symbol, b: symbol)",
+        ".learn t(body=[edge])",
+    ]
+    lines += [f'.pos t("n{i}", "n{i + 1}").' for i in range(0, 1500)]
+    lines += [f'.neg t("n{i}", "n{i + 2}").' for i in range(0, 1500)]
+    (tmp_path / "sketch.dl").write_text("\n".join(lines) + "\n")
+    grounded = ground_sketch(tmp_path / "sketch.dl")
+    assert unpruned(grounded.checked, grounded.worlds[0]) == 3000 * n > SUBGRAPH_ABOVE
+    assert auto_choice(grounded.checked, grounded.worlds) == "try"
+    program = grounded.lower(subgraph="auto")
+    assert not program.whole and program.summary()["index_entries"] * program.steps <= SUBGRAPH_WORK
 
 
 def test_a_subgraph_grows_by_the_counterexamples_constants_and_their_paths(two_trees):

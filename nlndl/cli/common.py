@@ -16,7 +16,7 @@ from typing import Annotated, NoReturn
 import typer
 from rich.console import Console
 
-from nlndl.defaults import CLASS_WEIGHTS, LAYOUTS, SUBGRAPH_ABOVE, SUBGRAPH_GRID, SUBGRAPH_MIN, TRAIN_MEMORY
+from nlndl.defaults import CLASS_WEIGHTS, LAYOUTS, SUBGRAPH_GRID, SUBGRAPH_MIN, SUBGRAPH_WORK, TRAIN_MEMORY
 from nlndl.errors import JobError
 from nlndl.output import OutputDir, OutputError, check_writable, parse_size, write_json
 
@@ -195,8 +195,8 @@ SubgraphOption = Annotated[
         callback=subgraph_value,
         help="Train on a subgraph of each world: this many constants, reached over the facts from drawn positive "
         "examples (seeded), grown from the counterexamples until the rules hold on the whole world, where they "
-        f"are verified. auto: a subgraph only where a world's substitution grid passes {SUBGRAPH_ABOVE:,} "
-        f"(about {SUBGRAPH_GRID:,} in the subgraph); none: the whole worlds.",
+        f"are verified. auto: a subgraph only where a world's training work (index entries x steps) would pass "
+        f"{SUBGRAPH_WORK:,} (about {SUBGRAPH_GRID:,} substitutions in the subgraph); none: the whole worlds.",
     ),
 ]
 KGSubgraphOption = Annotated[
