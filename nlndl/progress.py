@@ -91,9 +91,22 @@ def training_bar(total: int, restarts: int, quiet: bool = False, time_limit: flo
 
 @contextmanager
 def status_line(quiet: bool = False) -> Iterator[Callable[[str], None]]:
-    """Yield ``tell(label)`` showing the latest step of a long job on one live line (terminal only)."""
-    if quiet or not sys.stderr.isatty():
+    """Yield ``tell(label)`` showing the latest step of a long job on one live line; off a terminal (a log), the
+    first label and then one every ``LOG_EVERY`` seconds, each a line with the time since the start."""
+    if quiet:
         yield lambda _label: None
+        return
+    if not sys.stderr.isatty():
+        started, last = time.perf_counter(), None
+
+        def line(label: str) -> None:
+            nonlocal last
+            now = time.perf_counter()
+            if last is None or now - last >= LOG_EVERY:
+                last = now
+                print(f"[{now - started:7.1f} s] {label}", file=sys.stderr, flush=True)
+
+        yield line
         return
     with stderr.status("starting") as status:
         yield lambda label: status.update(label)

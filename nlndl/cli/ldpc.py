@@ -112,7 +112,7 @@ def ldpc_train(
     code = _code(matrix, generate, code_seed, graph)
     training = DecoderTraining(kind=decoder.value, steps=steps, batch=batch, iterations=iterations, seed=seed, lr=lr)
     limit = size_option(memory_limit)
-    with status_line(quiet) as tell:
+    with status_line(quiet or json_summary) as tell:
         summary = jobs.train_ldpc_decoder(output, code, training, tell, limit)
     if json_summary:
         typer.echo(json.dumps(summary))
