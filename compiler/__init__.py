@@ -36,7 +36,6 @@ class Grounded:
     """A sketch parsed, checked and grounded (its worlds' facts and examples): what lowering starts from, kept so
     that a subgraph can be grown and lowered again without reading the sketch again (:meth:`lower`)."""
 
-    path: Path
     sketch: Sketch
     checked: Checked
     symbols: SymbolTable
@@ -85,16 +84,13 @@ class Grounded:
             subgraph = auto_entities(checked)
         self.options = {"steps": steps, "seed": seed, "layout": layout}
         diags = Diagnostics(sources=dict(self.sources))
-        entities = subgraph
-        if grown is not None:
-            entities = max(len(c) for c in grown)
-        if entities is not None and shard[1] > 1:
-            raise ValueError("a program trained on a subgraph is not sharded")
         whole = []
-        if entities is not None:
+        if subgraph is not None or grown is not None:
+            if shard[1] > 1:
+                raise ValueError("a program trained on a subgraph is not sharded")
             starts = grown or [set() for _ in worlds]
             parts = [
-                sample(checked, w, len(s) if grown else entities, np.random.default_rng([seed, i, 1]), s)
+                sample(checked, w, len(s) if grown else subgraph, np.random.default_rng([seed, i, 1]), s)
                 for i, (w, s) in enumerate(zip(worlds, starts, strict=True))
             ]
             self.chosen = [keep for _, keep in parts]
@@ -152,7 +148,7 @@ def ground_sketch(
     worlds = ground_worlds(checked, symbols, fact_dir, diags, memory_limit)
     if diags:
         raise CompileError(diags)
-    return Grounded(Path(path), sketch, checked, symbols, worlds, dict(diags.sources), memory_limit)
+    return Grounded(sketch, checked, symbols, worlds, dict(diags.sources), memory_limit)
 
 
 def compile_sketch(

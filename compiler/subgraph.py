@@ -8,7 +8,8 @@ and closed world are the whole world's restricted to them; the rules it finds ar
 whole world (kept by :func:`whole_world`), which never samples. Where they fail there, the subgraph is grown
 from the counterexamples (:func:`grow`): their constants, the paths between them and a few neighbours.
 
-``subgraph="auto"`` (:func:`auto_entities`) samples only a world whose substitution grid is large.
+``subgraph="auto"`` (:func:`auto_choice`) samples only a world too large to train whole, down to
+:func:`auto_entities` constants.
 """
 
 from __future__ import annotations

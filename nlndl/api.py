@@ -102,8 +102,7 @@ def train(
         extra = tuple(Path(b) for b in background)
         grounded = ground_sketch(Path(program), Path(fact_dir) if fact_dir else None, background=extra)
         program = grounded.lower(seed=seed, subgraph=subgraph)
-        if program.whole:
-            grow = lambda rules, score: grounded.grow(score.counterexamples)  # noqa: E731
+        grow = grounded.grow if program.whole else None
     config = LearnConfig(
         train=TrainConfig(seed=seed, max_iters=max_iters, time_limit=time_limit),
         chain=ChainConfig(restarts=restarts, class_weight=class_weight),  # restarts None: auto_restarts

@@ -22,8 +22,9 @@ def clingo_model(program: str, predicates: dict[str, int] | None = None) -> set[
 
     control = clingo.Control(["--warn=none"], logger=logger)
     try:
-        shown = "".join(f"#show {name}/{arity}.\n" for name, arity in sorted((predicates or {}).items()))
-        control.add("base", [], program + ("\n" + shown if predicates is not None else ""))
+        if predicates is not None:
+            program += "\n" + "".join(f"#show {name}/{arity}.\n" for name, arity in sorted(predicates.items()))
+        control.add("base", [], program)
         control.ground([("base", [])])
     except RuntimeError as exc:
         raise EngineError("\n".join(messages) or str(exc)) from None

@@ -337,7 +337,7 @@ def plan_training(
         memory_limit=memory_limit,
         noise=noise if noise is not None else program.noise,  # --noise, else the sketch's .noise
         validation=validation,
-        grow=(lambda rules, score: grounded.grow(score.counterexamples)) if program.whole else None,
+        grow=grounded.grow if program.whole else None,
     )
     record = {
         "nlndl": __version__,

@@ -32,6 +32,7 @@ from nlndl.runtime.nln import Variants
 from nlndl.runtime.train import Converged, TrainConfig, Trainer, TrainState
 from nlndl.verify import (
     CheckedWorld,
+    GroundAtom,
     Score,
     checked_worlds,
     clingo_score,
@@ -58,9 +59,10 @@ class LearnConfig:
     pool_patience: int | None = None  # with clauses: stop once the pool has not improved for this many iterations
     judge: Callable[[Rule], bool] | None = None  # whether a new clause improves the pool (None: any new clause does)
     validation: float | None = None  # hold out this fraction of each class of examples (seeded) and score on it
-    # trained on subgraphs: the program grown from the counterexamples of rules that fit the subgraph but not
-    # the whole worlds (None: it cannot grow), trained on from the current weights; None: not grown
-    grow: Callable[[list[Rule], Score], CompiledProgram | None] | None = None
+    # trained on subgraphs: the program grown from the counterexamples (per world, ground atoms) of rules that
+    # fit the subgraph but not the whole worlds (None: it cannot grow), trained on from the current weights
+    # (compiler.Grounded.grow); None: not grown
+    grow: Callable[[list[list[GroundAtom]]], CompiledProgram | None] | None = None
 
 
 @dataclass
@@ -242,11 +244,12 @@ def cost(score: Score, rules: list[Rule]) -> int:
 
 
 class Outgrown(Exception):  # noqa: N818 (not an error: the subgraph is to grow)
-    """Raised by a check when rules fit the subgraph trained on but not the whole worlds (LearnConfig.grow)."""
+    """Raised by a check when rules fit the subgraph trained on but not the whole worlds (LearnConfig.grow);
+    ``score`` is theirs on the whole worlds, its counterexamples what the subgraph grows from."""
 
-    def __init__(self, rules: list[Rule], score: Score) -> None:
+    def __init__(self, score: Score) -> None:
         super().__init__()
-        self.rules, self.score = rules, score
+        self.score = score
 
 
 class Learner:
@@ -370,7 +373,7 @@ class Learner:
                 self.best = (1.0 - verified.mistakes / max(examples, 1), simple, verified)
                 verified = self.whole_score(simple)
                 if not allowed and not verified.solved and self.growing:
-                    raise Outgrown(simple, verified)
+                    raise Outgrown(verified)
             if allowed:  # with noise a perfect fit is one more candidate: it may fit the mislabelled examples
                 if self.allowance.admits(verified):
                     self.accept(restart, simple, verified)
@@ -461,7 +464,7 @@ def regrow(
     """The grown program (LearnConfig.grow) and a trainer for it that continues from ``trainer``'s weights and
     state (the restarts kept; steps recomputed to fit the memory limit); None when it cannot grow or fit."""
     assert config.grow is not None
-    program = config.grow(outgrown.rules, outgrown.score)
+    program = config.grow(outgrown.score.counterexamples)
     if program is None:
         return None
     chain = replace(config.chain, restarts=trainer.model.restarts)
@@ -538,7 +541,7 @@ def learn(
                 continue
             program, trainer = regrown
             model = trainer.model
-            learner = Learner(program, config, checked_worlds(program), model.example_counts)
+            learner = Learner(program, config, counts=model.example_counts)
             grown += 1
     if winner is None:
         save()
