@@ -79,7 +79,7 @@ LEARN_KEYS = {
     "functions",
     "amalgamation",
 }
-PRUNE_MODES = ("auto", "extensional", "none")
+PRUNE_MODES = ("auto", "extensional", "path", "none")
 MAX_VARS = 32  # variables of a learned clause: |D|^vars substitutions
 MAX_TERMS = 4096  # conjunctions (DNF) or disjunctions (CNF) per learned predicate
 FORMS = ("dnf", "cnf")

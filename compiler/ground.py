@@ -8,7 +8,9 @@ Pruning (``prune=extensional``, the default; under ``prune=auto`` only for predi
 grid, summed over worlds, exceeds PRUNE_ABOVE) keeps a substitution only if each extra variable is
 either bound by a true extensional input atom or takes the first constant of its domain. This is
 sound for every clause in which each extra variable either does not occur or occurs in at least
-one positive extensional body atom (see docs/language.md).
+one positive extensional body atom (see docs/language.md). ``prune=path`` asks more of an extra variable:
+true extensional atoms that join it to two other variables (a path through it, as a knowledge graph's rules
+run from head to tail), which keeps a hub's thousands of neighbours out of every substitution of its triples.
 """
 
 from __future__ import annotations
@@ -272,16 +274,32 @@ class Lowering:
         and every extensional atom over an extra variable is a plain relation, else a ``walk`` of the grid."""
         return "join" if self.pruning and joinable(self) else "walk"
 
+    @property
+    def partners(self) -> int:
+        """The other variables true extensional atoms must join an extra variable to: one, or under
+        ``prune=path`` two (as many as there are)."""
+        return min(2, self.spec.vars - 1) if self.spec.prune == "path" else 1
+
     def bound(self, theta: tuple[np.ndarray, ...]) -> np.ndarray:
         """The pruning rule on substitutions ``theta``: each extra variable is at its domain's first constant or
-        in a true extensional candidate atom."""
+        in true extensional candidate atoms with :attr:`partners` other variables (one: any true atom over it)."""
         keep = np.ones(theta[0].shape, dtype=bool)
         for var in range(self.spec.head_arity, self.spec.vars):
-            bound = theta[var] == 0
-            for atom in self.extensional:
-                if var in atom.vars:
-                    bound |= self.values[self.slots(atom, theta)] > 0
-            keep &= bound
+            if self.partners == 1:
+                bound = np.zeros(theta[0].shape, dtype=bool)
+                for atom in self.extensional:
+                    if var in atom.vars:
+                        bound |= self.values[self.slots(atom, theta)] > 0
+            else:
+                joined: dict[int, np.ndarray] = {}
+                for atom in self.extensional:
+                    if var in atom.vars:
+                        true = self.values[self.slots(atom, theta)] > 0
+                        for other in set(atom.vars) - {var}:
+                            joined[other] = joined.get(other, False) | true
+                count = sum((j.astype(np.int64) for j in joined.values()), np.zeros(theta[0].shape, dtype=np.int64))
+                bound = count >= self.partners
+            keep &= bound | (theta[var] == 0)
         return keep
 
     def kept(self, heads: np.ndarray | None = None, memory_limit: int = 2**62) -> np.ndarray:
@@ -483,7 +501,7 @@ def index_bytes(substitutions: int, inputs: int) -> int:
 def prunes(spec: LearnSpec, worlds: list[GroundWorld]) -> bool:
     """Whether ``spec``'s substitutions are pruned: always, never, or (auto) when its grid is large."""
     if spec.prune != "auto":
-        return spec.prune == "extensional"
+        return spec.prune in ("extensional", "path")
     grid = sum(math.prod(len(w.domains[t]) for t in spec.var_types) for w in worlds)
     return grid > PRUNE_ABOVE
 

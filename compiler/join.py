@@ -90,6 +90,29 @@ def sorted_unique(keys: np.ndarray) -> np.ndarray:
     return keys[np.concatenate([[True], keys[1:] != keys[:-1]])] if keys.size else keys
 
 
+def _joined(
+    row_parts: list[np.ndarray], value_parts: list[np.ndarray], partners: list[set[int]], size: int, need: int
+) -> np.ndarray:
+    """The sorted distinct (row, value) keys that the parts join to at least ``need`` distinct other variables,
+    and every row's first constant (the first part): ``prune=path``'s superset, made exact by the pruning test."""
+    first = row_parts[0] * size + value_parts[0]
+    by_partner: dict[int, list[np.ndarray]] = {}
+    for rows, values, others in zip(row_parts[1:], value_parts[1:], partners[1:], strict=True):
+        keys = rows * size + values
+        for other in others:
+            by_partner.setdefault(other, []).append(keys)
+    if len(by_partner) < need:
+        return sorted_unique(first)
+    keys = np.concatenate([sorted_unique(np.concatenate(parts)) for parts in by_partner.values()])
+    keys = np.sort(keys)
+    if keys.size:
+        starts = np.concatenate([[True], keys[1:] != keys[:-1]])
+        at = np.flatnonzero(starts)
+        counts = np.diff(np.append(at, keys.size))
+        keys = keys[at[counts >= need]]
+    return sorted_unique(np.concatenate([first, keys]))
+
+
 def _check(pairs: int, memory_limit: int, what: str, per_pair: int = PAIR_BYTES) -> None:
     if pairs * per_pair > memory_limit:
         raise JoinTooLarge(
@@ -117,12 +140,15 @@ def kept_by_join(low: Lowering, heads: np.ndarray | None, memory_limit: int) -> 
     for v in range(h, spec.vars):
         row_parts = [np.arange(n_rows)]
         value_parts = [np.zeros(n_rows, dtype=np.int64)]  # the domain's first constant always binds
+        partners: list[set[int]] = [set()]  # per part, the other variables its atom joins v to
+        # prune=path: v needs this many partners among the bound variables, whatever the later ones give it
+        need_bound = low.partners - (spec.vars - 1 - v) if low.partners > 1 else 0
         for atom in (a for a in low.extensional if v in a.vars):
             facts = _facts(low, atom)
-            if not facts.size:
-                continue
-            at_v = atom.vars.index(v)
             shared = sorted({u for u in atom.vars if u in bound})
+            if not facts.size or (need_bound > 0 and not shared):
+                continue  # under prune=path, an atom over later variables alone cannot bind v on its own
+            at_v = atom.vars.index(v)
             if shared:
                 first = [atom.vars.index(u) for u in shared]
                 key_sizes = [sizes[u] for u in shared]
@@ -136,11 +162,14 @@ def kept_by_join(low: Lowering, heads: np.ndarray | None, memory_limit: int) -> 
                 values = np.tile(values, n_rows)
             row_parts.append(rows)
             value_parts.append(values)
+            partners.append(set(atom.vars) - {v})
         pairs = sum(r.size for r in row_parts)
         _check(pairs, memory_limit, f"variable {v}", PAIR_BYTES + COLUMN_BYTES * (len(columns) + 1))
-        rows, values = np.concatenate(row_parts), np.concatenate(value_parts)
-        flat = sorted_unique(rows * sizes[v] + values)  # each (row, value) once
-        rows, values = np.divmod(flat, sizes[v])
+        if low.partners > 1:
+            flat = _joined(row_parts, value_parts, partners, sizes[v], max(need_bound, 1))
+        else:
+            flat = sorted_unique(np.concatenate(row_parts) * sizes[v] + np.concatenate(value_parts))
+        rows, values = np.divmod(flat, sizes[v])  # each (row, value) once
         columns = [c[rows] for c in columns] + [values]
         n_rows = rows.size
         bound.append(v)

@@ -22,11 +22,13 @@ import numpy as np
 from nlndl.compiler.check import RESERVED
 from nlndl.compiler.diagnostics import Diagnostics, Span
 from nlndl.compiler.facts import read_facts
-from nlndl.defaults import KG_NEGATIVES, KG_VARS
+from nlndl.defaults import KG_BODY, KG_ENTRIES, KG_NEGATIVES, KG_VARS
 
 Triple = tuple[str, str, str]
 SPLITS = ("facts", "train", "valid", "test")
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+ATOMS_PER_RELATION = 9  # candidate atoms a binary relation gives a clause of three variables, at most
+SCORED = 1000  # positives (and their negatives) that score the relations a clause body may read
 MAX_DRAWS = 100  # draws per wanted negative before a positive is left with fewer (a nearly complete relation)
 
 
@@ -156,6 +158,119 @@ def corrupt(
     return out
 
 
+def drawn_order(positives: list[tuple[str, str]], seed: int) -> list[tuple[str, str]]:
+    """The positives in an order drawn with the seed: a relation with more than it can learn from in one
+    network learns from a prefix of it (the confidences still count every known triple)."""
+    order = np.random.default_rng([seed, 23, len(positives)]).permutation(len(positives))
+    return [positives[i] for i in order]
+
+
+def third_values(background: dict[str, list[tuple[str, str]]], pairs: list[tuple[str, str]], path: bool) -> np.ndarray:
+    """Per head atom (a, b) of ``pairs``, the substitutions of a clause of three variables over ``background``
+    that pruning keeps: the third variable at every entity that a true atom joins to a or b, or that has an edge
+    to itself (a true ``p(C, C)``), under ``prune=path`` at those joined to both; and at its domain's first
+    constant (counted once more, an upper bound)."""
+    from scipy import sparse  # imported here: only a knowledge graph's sketch needs it
+
+    names = sorted({e for rows in background.values() for pair in rows for e in pair})
+    at = {e: i for i, e in enumerate(names)}
+    n = len(names) + 1  # the last row: an entity in no edge
+    edges = np.array([(at[h], at[t]) for rows in background.values() for h, t in rows], dtype=np.int64)
+    edges = edges.reshape(-1, 2)
+    near = sparse.csr_matrix(
+        (np.ones(2 * len(edges), dtype=np.float32), (np.r_[edges[:, 0], edges[:, 1]], np.r_[edges[:, 1], edges[:, 0]])),
+        shape=(n, n),
+    )
+    near.data[:] = 1
+    heads = np.array([at.get(h, n - 1) for h, _ in pairs], dtype=np.int64)
+    tails = np.array([at.get(t, n - 1) for _, t in pairs], dtype=np.int64)
+    if path:
+        joined = near[heads].multiply(near[tails])
+        return joined.getnnz(axis=1).astype(np.int64) + 1
+    loops = np.zeros(n, dtype=bool)
+    loops[edges[edges[:, 0] == edges[:, 1], 0]] = True
+    either = near[heads] + near[tails]
+    counts = either.getnnz(axis=1).astype(np.int64)
+    rows, cols = either.nonzero()
+    counts += int(loops.sum()) - np.bincount(rows[loops[cols]], minlength=len(pairs))  # loops not counted yet
+    return counts + 1
+
+
+def within_budget(
+    positives: list[tuple[str, str]], background: dict[str, list[tuple[str, str]]], negatives: int, most: int
+) -> list[tuple[str, str]]:
+    """The longest prefix of ``positives`` (at least one) whose substitutions under ``prune=path``
+    (:func:`third_values`), with ``negatives`` corrupted triples each of about as many, stay within ``most``."""
+    total = np.cumsum((1 + negatives) * third_values(background, positives, True))
+    return positives[: max(1, int(np.searchsorted(total, most, "right")))]
+
+
+def path_scores(
+    background: dict[str, list[tuple[str, str]]],
+    positives: list[tuple[str, str]],
+    negatives: list[tuple[str, str]],
+) -> dict[str, float]:
+    """Per background relation, the share of positives minus the share of negatives whose head and tail it
+    joins by a path of at most two edges (it on one of them, read either way, through any relation of the graph
+    on the other): how far a clause over it can tell the target's triples from corrupted ones."""
+    from scipy import sparse  # imported here: only a knowledge graph's sketch needs it
+
+    names = sorted(
+        {e for rows in background.values() for pair in rows for e in pair}
+        | {e for p in positives + negatives for e in p}
+    )
+    at = {e: i for i, e in enumerate(names)}
+    n = len(names)
+
+    def matrix(pairs: list[tuple[str, str]]) -> sparse.csr_matrix:
+        if not pairs:
+            return sparse.csr_matrix((n, n), dtype=np.float32)
+        h, t = np.array([(at[a], at[b]) for a, b in pairs]).T
+        out = sparse.csr_matrix((np.ones(h.size, dtype=np.float32), (h, t)), shape=(n, n))
+        out.data[:] = 1
+        return out
+
+    mats = {r: matrix(rows) for r, rows in background.items()}
+    near = sum((m + m.T for m in mats.values()), sparse.csr_matrix((n, n), dtype=np.float32)).tocsr()
+    near.data[:] = 1
+
+    def shares(examples: list[tuple[str, str]]) -> dict[str, float]:
+        if not examples:
+            return dict.fromkeys(mats, 0.0)
+        heads = np.array([at[h] for h, _ in examples])
+        tails = np.array([at[t] for _, t in examples])
+        near_head, near_tail = near[heads], near[tails]
+        out = {}
+        for r, m in mats.items():
+            both = (m + m.T).tocsr()
+            direct = np.asarray(both[heads, tails]).ravel() > 0
+            first = both[heads].multiply(near_tail).getnnz(axis=1) > 0
+            last = near_head.multiply(both[tails]).getnnz(axis=1) > 0
+            out[r] = float((direct | first | last).mean())
+        return out
+
+    pos, neg = shares(positives), shares(negatives)
+    return {r: pos[r] - neg[r] for r in mats}
+
+
+def body_relations(
+    background: dict[str, list[tuple[str, str]]],
+    positives: list[tuple[str, str]],
+    negatives: list[tuple[str, str]],
+    most: int | None,
+) -> list[str]:
+    """The background relations a clause body may read: every one where the graph has at most ``most``, else the
+    ``most`` with the best :func:`path_scores` above zero (in the background's order; the best ``most`` where
+    none is above zero). A large graph of hundreds
+    of relations (FB15k-237's 237) would otherwise give each relation's network thousands of candidate atoms."""
+    if most is None or len(background) <= most:
+        return list(background)
+    scores = path_scores(background, positives, negatives)
+    ranked = sorted(background, key=lambda r: (-scores[r], r))
+    chosen = set([r for r in ranked if scores[r] > 0][:most] or ranked[:most])  # none above zero: the best anyway
+    return [r for r in background if r in chosen]
+
+
 @dataclass
 class KGSketch:
     """A sketch learning ``target`` from a knowledge graph, and the facts files it reads."""
@@ -176,9 +291,14 @@ def kg_sketch(
     vars: int = KG_VARS,  # noqa: A002
     memory_limit: int | None = None,
     splits: dict[str, list[Triple]] | None = None,
+    max_body: int | None = KG_BODY,
+    max_entries: int | None = KG_ENTRIES,
 ) -> KGSketch | None:
     """The sketch (None, with located errors in ``diags``, when the files cannot be read or the target is
-    not a relation of the graph); ``splits``: the triples :func:`read_splits` read, if already read."""
+    not a relation of the graph); ``splits``: the triples :func:`read_splits` read, if already read. A relation
+    whose network would pass ``max_entries`` index entries (substitutions x candidate atoms, estimated from
+    degrees) reads at most ``max_body`` relations (:func:`body_relations`) and, if still past it, is learned
+    under ``prune=path`` from as many positives as :func:`within_budget` keeps; None: no limit."""
     split = splits if splits is not None else read_splits(directory, diags, memory_limit)
     if diags:
         return None
@@ -222,9 +342,31 @@ def kg_sketch(
     if not positives:
         diags.error(train_file, f"no triple of {target!r} in train.txt to learn from")
         return None
+    everyone = len(positives)
     known = {(h, t) for name in ("facts", "train", "valid") for h, r, t in split[name] if r == target}
+    order = drawn_order(positives, seed)
+    everything = len(background)
+
+    def too_large(relations: dict[str, list[tuple[str, str]]]) -> bool:
+        """Whether the network of every positive over ``relations`` would pass ``max_entries``."""
+        whole = (1 + negatives) * int(third_values(relations, positives, False).sum())
+        return whole * ATOMS_PER_RELATION * len(relations) > (max_entries or 0)
+
+    prune = "extensional"
+    if max_entries is not None and vars == 3 and too_large(background):
+        if max_body is not None and len(background) > max_body:
+            scored = order[:SCORED]
+            drawn = corrupt(scored, entities, known, negatives, np.random.default_rng([seed, 11]))
+            chosen = body_relations(background, scored, drawn, max_body)
+            background = {r: background[r] for r in chosen}
+        if too_large(background):
+            prune = "path"
+            most = max_entries // (ATOMS_PER_RELATION * len(background))
+            order = within_budget(order, background, negatives, most)
+    chosen = list(background)
+    positives = sorted(order)
     drawn = corrupt(positives, entities, known, negatives, np.random.default_rng([seed, 11]))
-    body = ", ".join(ident[r] for r in background)
+    body_text = ", ".join(ident[r] for r in chosen)
     lines = [
         f"// {comment(target)} from the knowledge graph {comment(directory.name)} (nlndl kg sketch --target "
         f"{comment(target)} "
@@ -235,7 +377,18 @@ def kg_sketch(
         else f"// background: train.txt but for {QUERY_SHARE:.0%} of the target's triples, drawn with the seed, "
         "which are the positives; negatives: their heads or tails corrupted (open world: no closed world)",
     ]
-    renamed = [f"{comment(name)} -> {ident[name]}" for name in names if ident[name] != name]
+    if prune == "path":
+        lines.append(
+            f"// prune=path: a third variable only where it joins head and tail; positives: {len(positives):,} of "
+            f"the {everyone:,}, drawn with the seed"
+        )
+    if len(chosen) < everything:
+        lines.append(
+            f"// body: the {len(chosen)} of {everything} relations that best tell the positives from the "
+            "negatives by paths of at most two edges"
+        )
+    shown = [name for name in names if name in background or name == target]
+    renamed = [f"{comment(name)} -> {ident[name]}" for name in shown if ident[name] != name]
     if renamed:
         lines.append(f"// relations renamed: {', '.join(renamed)}")
     for r in background:
@@ -243,7 +396,8 @@ def kg_sketch(
         renamed = f"  // {original}" if ident[r] != original else ""
         lines += [f".decl {ident[r]}(head: symbol, tail: symbol){renamed}", f".input {ident[r]}"]
     lines += [f".decl {ident[target]}(head: symbol, tail: symbol)"]
-    lines += [f".learn {ident[target]}(vars={vars}, body=[{body}])"]
+    pruning = ", prune=path" if prune == "path" else ""
+    lines += [f".learn {ident[target]}(vars={vars}, body=[{body_text}]{pruning})"]
     lines += [f".pos {ident[target]}({quote(h)}, {quote(t)})." for h, t in positives]
     lines += [f".neg {ident[target]}({quote(h)}, {quote(t)})." for h, t in drawn]
     facts = {ident[r]: "".join(f"{h}\t{t}\n" for h, t in sorted(rows)) for r, rows in background.items()}

@@ -39,6 +39,8 @@ KG_TIME_LIMIT = 120.0  # seconds of training per relation at most: the clause po
 KG_NOISE = 0.1  # accept a relation's rules wrong on at most this fraction of each class
 KG_PATIENCE = MAX_ITERS  # iterations an accepted program may go unimproved: the clause pool decides instead
 KG_JOBS = 0  # relations learned at once by worker processes: 0, one per core (nlndl.workers)
+KG_BODY = 32  # relations a clause body reads at most: the ones whose short paths best tell positives from negatives
+KG_ENTRIES = 2**26  # index entries (substitutions x candidate atoms) past which a relation is learned under prune=path
 KG_POOL_PATIENCE = 400  # iterations without a new clause read out, after which a relation's training stops
 
 # LDPC decoders (nlndl ldpc train, bench ldpc)

@@ -27,6 +27,8 @@ from nlndl.compiler.triples import FACT, KGSketch, Triple, kg_sketch, read_split
 from nlndl.datalog import render
 from nlndl.defaults import (
     COMPILE_MEMORY_BYTES,
+    KG_BODY,
+    KG_ENTRIES,
     KG_JOBS,
     KG_NEGATIVES,
     KG_NOISE,
@@ -233,6 +235,8 @@ class KGConfig:
     noise_patience: int = KG_PATIENCE  # iterations an accepted best may go unimproved before training stops
     pool_patience: int | None = KG_POOL_PATIENCE  # iterations without a new clause before training stops
     jobs: int = KG_JOBS  # relations learned at once, each by a worker process (0: one per core)
+    body: int | None = KG_BODY  # relations a clause body reads at most (compiler.triples.body_relations)
+    entries: int | None = KG_ENTRIES  # index entries past which a relation is learned under prune=path
 
 
 @dataclass
@@ -353,8 +357,9 @@ def learn_relation(directory: Path, graph: Graph, target: str, config: KGConfig)
     """Learn ``target`` from its ``kg sketch`` (compiled in a temporary directory) and score what was found."""
     diags = Diagnostics()
     made: KGSketch | None = kg_sketch(
-        directory, target, diags, config.negatives, config.seed, config.vars, config.memory_limit, graph.triples
-    )
+        directory, target, diags, config.negatives, config.seed, config.vars, config.memory_limit, graph.triples,
+        config.body, config.entries,
+    )  # fmt: skip
     if made is None:
         raise JobError(diags.render())
     start = time.perf_counter()

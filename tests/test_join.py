@@ -1,5 +1,5 @@
 """Kept substitutions by joins equal the grid walk's, on every bundled sketch and on random programs
-(subtypes, repeated variables, several extra variables, demanded heads only)."""
+(subtypes, repeated variables, several extra variables, demanded heads only, prune=path)."""
 
 from pathlib import Path
 
@@ -56,9 +56,10 @@ def programs(draw):
     extra = draw(st.lists(st.sampled_from(["T", "S"]), min_size=1, max_size=2))
     lines.append(f".decl p({', '.join(f'a{i}: {t}' for i, t in enumerate(head_types))})")
     body = ", ".join([*relations, *(["p"] if draw(st.booleans()) else [])])  # reading p: every head, no demand
+    prune = draw(st.sampled_from(["extensional", "path"]))
     lines.append(
         f".learn p(vars={len(head_types) + len(extra)}, types=[{', '.join(extra)}], body=[{body}], "
-        "prune=extensional, invented)"
+        f"prune={prune}, invented)"
     )
     if draw(st.booleans()):
         args = [draw(st.sampled_from(small if t == "S" else constants)) for t in head_types]
@@ -69,7 +70,9 @@ def programs(draw):
     return "\n".join(lines) + "\n"
 
 
-@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=100, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(text=programs())
 def test_random_programs_keep_the_same_substitutions(text, tmp_path, compared):
     compared.clear()
@@ -96,3 +99,33 @@ def test_bench_scale_forest_and_compile_figures(tmp_path):
     rows = json.loads(out.read_text())["rows"]
     assert [r["n"] for r in rows] == [20, 40]
     assert all(0 < r["substitutions"] < r["grid"] and r["compile_rss"] > 0 for r in rows)
+
+
+@pytest.mark.parametrize(("prune", "kept"), [("extensional", 3), ("path", 2)])
+def test_path_pruning_keeps_only_values_joined_to_both_ends(prune, kept, tmp_path, compared):
+    """p(a, c) over e(a, b), e(b, c), e(a, d): C = b joins a and c; C = d joins only a, kept by the extensional
+    rule, not by prune=path; the first constant (a) binds always."""
+    path = tmp_path / "s.dl"
+    path.write_text(
+        ".decl e(x: symbol, y: symbol)\ne(a, b).\ne(b, c).\ne(a, d).\n.decl p(x: symbol, y: symbol)\n"
+        f".learn p(vars=3, body=[e], prune={prune})\n.pos p(a, c).\n"
+    )
+    program = compile_sketch(path)
+    assert program.worlds[0].substitutions["p"] == kept
+    assert compared and all(same for _, _, same in compared)
+
+
+def test_path_pruning_with_two_extra_variables_keeps_the_paths_of_three_edges(tmp_path, compared):
+    """p(a, d) over the chain a-b-c-d and a spur a-x: under prune=path each extra variable joins two others, so
+    (C, D) = (b, c) is kept, and nothing with x (joined to a alone); the first constant (a) binds always."""
+    path = tmp_path / "s.dl"
+    path.write_text(
+        ".decl e(x: symbol, y: symbol)\ne(a, b).\ne(b, c).\ne(c, d).\ne(a, x).\n.decl p(x: symbol, y: symbol)\n"
+        ".learn p(vars=4, body=[e], prune=path)\n.pos p(a, d).\n"
+    )
+    compile_sketch(path)
+    assert compared and all(same for _, _, same in compared)
+    program = compile_sketch(path)
+    kept = program.worlds[0].substitutions["p"]
+    path.write_text(path.read_text().replace("prune=path", "prune=extensional"))
+    assert kept < compile_sketch(path).worlds[0].substitutions["p"]

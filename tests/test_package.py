@@ -73,3 +73,16 @@ def test_cli_start_keeps_torch_unloaded_and_tunes_glibc_malloc():
     )
     result = run_python(script)
     assert result.returncode == 0, result.stderr
+
+
+def test_help_shows_flags_without_a_value_placeholder():
+    """typer writes ``<bool>`` beside a flag, as if it took a value; every command's help shows them bare."""
+    from typer.testing import CliRunner
+
+    from nlndl.cli import app
+
+    runner = CliRunner()
+    for command in ([], ["train"], ["kg"], ["kg", "train"], ["bench", "kg"], ["bench", "scale"], ["ldpc", "train"]):
+        result = runner.invoke(app, [*command, "--help"], terminal_width=200)
+        assert result.exit_code == 0 and "--help" in result.output, command
+        assert "<bool>" not in result.output, command

@@ -15,22 +15,53 @@ from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
+from typer.core import TyperGroup
 
 from nlndl.defaults import CLASS_WEIGHTS, LAYOUTS, SUBGRAPH_GRID, SUBGRAPH_MIN, SUBGRAPH_WORK, TRAIN_MEMORY
 from nlndl.errors import JobError
 from nlndl.output import OutputDir, OutputError, check_writable, parse_size, write_json
 
+
+def bare_flags(params: list) -> list:
+    """``params`` with every flag shown without a value placeholder (typer shows ``<bool>``: a flag takes
+    no value)."""
+    for param in params:
+        if getattr(param, "is_flag", False):
+            param.metavar = ""
+    return params
+
+
+class Commands(TyperGroup):
+    """A command group whose help, and its commands' help, shows flags (``--help`` among them) bare."""
+
+    def get_params(self, ctx):  # noqa: ANN001, ANN201 (typer's own signature)
+        return bare_flags(super().get_params(ctx))
+
+    def get_command(self, ctx, name):  # noqa: ANN001, ANN201
+        command = super().get_command(ctx, name)
+        if command is not None and not isinstance(command, TyperGroup):
+            bare_flags(command.get_params(ctx))
+        return command
+
+
 app = typer.Typer(
+    cls=Commands,
     name="nlndl",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     help="Learn explicit, verifiable Datalog programs with Neural Logic Networks.",
 )
-bench_app = typer.Typer(no_args_is_help=True, help="Run the paper's experiments and the performance benchmarks.")
-ldpc_app = typer.Typer(
-    no_args_is_help=True, help="LDPC codes over the erasure channel: Tanner graphs, learned and classical decoders."
+bench_app = typer.Typer(
+    cls=Commands, no_args_is_help=True, help="Run the paper's experiments and the performance benchmarks."
 )
-kg_app = typer.Typer(no_args_is_help=True, help="Knowledge graphs given as triples (the Neural LP layout).")
+ldpc_app = typer.Typer(
+    cls=Commands,
+    no_args_is_help=True,
+    help="LDPC codes over the erasure channel: Tanner graphs, learned and classical decoders.",
+)
+kg_app = typer.Typer(
+    cls=Commands, no_args_is_help=True, help="Knowledge graphs given as triples (the Neural LP layout)."
+)
 app.add_typer(bench_app, name="bench")
 app.add_typer(ldpc_app, name="ldpc")
 app.add_typer(kg_app, name="kg")
