@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from nlndl.errors import NlndlError
+
 SHOWN = 60  # characters either side of the column, for a long source line
 MAX_SHOWN = 50  # diagnostics rendered in full; the count covers the rest
 BOM = "\ufeff"  # a leading byte-order mark, dropped by every text reader (as Soufflé and utf-8-sig do)
@@ -97,7 +99,7 @@ class Diagnostics:
         return "\n".join(parts)
 
 
-class CompileError(Exception):
+class CompileError(NlndlError):
     """Raised at the end of a stage that found errors; carries every diagnostic."""
 
     def __init__(self, diagnostics: Diagnostics) -> None:

@@ -20,6 +20,7 @@ from typing import NamedTuple
 from nlndl.compiler import compile_sketch, ground_sketch
 from nlndl.compiler.ir import CompiledProgram
 from nlndl.defaults import SUBGRAPH
+from nlndl.errors import NlndlError
 from nlndl.export import write_program
 from nlndl.jobs import (
     JobError,
@@ -45,6 +46,7 @@ from nlndl.verify import Score, clingo_score, crisp_score
 __all__ = [
     "Check",
     "JobError",
+    "NlndlError",
     "TrainPlan",
     "TrainRun",
     "check",

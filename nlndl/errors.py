@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 
-class JobError(Exception):
+class NlndlError(Exception):
+    """An error the user can act on, whose message says where (``file:line:col: error: ...`` where it has a
+    place): the CLI prints the message and exits 1. Every such error of every layer derives from it."""
+
+
+class JobError(NlndlError):
     """A job that cannot run, or failed, for a reason the user can act on; the message says where."""
 
 

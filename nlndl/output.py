@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from nlndl.errors import NlndlError
+
 MANIFEST = ".nlndl-manifest.json"
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)
@@ -28,7 +30,7 @@ STAGING = ".nlndl-staging-"
 STAGING_MARK = ".nlndl-staging"  # inside a staging directory: proves it is nlndl's to remove
 
 
-class OutputError(Exception):
+class OutputError(NlndlError):
     """An output path that cannot be written (or must not be, since nlndl did not write it)."""
 
 

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from nlndl.compiler.diagnostics import size_text
 from nlndl.compiler.ir import CompiledProgram
+from nlndl.errors import NlndlError
 from nlndl.runtime.collective import Collective
 from nlndl.runtime.config import ChainConfig
 
@@ -13,7 +14,7 @@ FLOAT = 4  # bytes per float32
 FIXED = 64 * 1024**2  # the optimiser, the checks' crisp passes and the allocator's slack, beyond the tensors below
 
 
-class BudgetError(Exception):
+class BudgetError(NlndlError):
     """Training that would need more memory than allowed; the message has the estimate and what to change."""
 
 

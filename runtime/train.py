@@ -15,6 +15,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load, save
 
 from nlndl.defaults import MAX_ITERS
+from nlndl.errors import NlndlError
 from nlndl.runtime.adam import Adam
 from nlndl.runtime.chain import ForwardChainer, TimeLimitReached
 
@@ -56,7 +57,7 @@ ProgressFn = Callable[[TrainState, torch.Tensor], None]
 RESTART_STATE = ("restart_best", "restart_since", "restart_wrong", "restart_renewed")
 
 
-class CheckpointError(Exception):
+class CheckpointError(NlndlError):
     """A checkpoint that cannot be resumed from: missing, damaged, or saved for another program."""
 
 

@@ -521,3 +521,15 @@ def test_a_facts_file_too_large_to_read_is_refused_before_reading(monkeypatch, t
     result = runner.invoke(app, ["compile", "s.dl", "-F", ".", "--memory-limit", "1MiB"])
     assert_clean_exit(result)
     assert "s.dl:2:8: error: facts file r.facts of 39.1 KiB would take about 2.4 MiB to read" in result.output
+
+
+def test_every_error_the_user_can_act_on_shares_one_base():
+    """The CLI maps NlndlError to its message and exit 1; each layer's user-facing error derives from it."""
+    from nlndl.compiler.diagnostics import CompileError
+    from nlndl.errors import JobError, NlndlError
+    from nlndl.output import OutputError
+    from nlndl.runtime.budget import BudgetError
+    from nlndl.runtime.train import CheckpointError
+
+    for error in (CompileError, JobError, OutputError, BudgetError, CheckpointError):
+        assert issubclass(error, NlndlError), error

@@ -19,8 +19,7 @@ from nlndl import __version__
 from nlndl.allocator import keep_freed_memory, share_cpu
 from nlndl.cli import bench, ilp, kg, ldpc  # noqa: F401  (each module registers its commands)
 from nlndl.cli.common import app, stdout
-from nlndl.errors import Terminated
-from nlndl.output import OutputError
+from nlndl.errors import NlndlError, Terminated
 
 __all__ = ["app", "main"]
 INTERNAL_ERROR = 3  # exit code of a bug: 0 success, 1 diagnostics or a failed job, 2 usage
@@ -66,7 +65,7 @@ def main() -> None:
     except MemoryError:
         typer.echo("error: out of memory (lower --memory-limit so that nlndl refuses such work up front)", err=True)
         sys.exit(1)
-    except OutputError as exc:
+    except NlndlError as exc:  # raised outside a command's own handler (typer's callbacks)
         typer.echo(str(exc), err=True)
         sys.exit(1)
     except OSError as exc:

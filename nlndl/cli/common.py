@@ -18,8 +18,8 @@ from rich.console import Console
 from typer.core import TyperGroup
 
 from nlndl.defaults import CLASS_WEIGHTS, LAYOUTS, SUBGRAPH_GRID, SUBGRAPH_MIN, SUBGRAPH_WORK, TRAIN_MEMORY
-from nlndl.errors import JobError
-from nlndl.output import OutputDir, OutputError, check_writable, parse_size, write_json
+from nlndl.errors import NlndlError
+from nlndl.output import OutputDir, check_writable, parse_size, write_json
 
 
 def bare_flags(params: list) -> list:
@@ -86,16 +86,14 @@ def usage(message: str) -> NoReturn:
 
 
 def reported(command: Callable) -> Callable:
-    """A command whose library errors (CompileError, JobError, OutputError: located messages) end in that
-    message and exit 1."""
+    """A command whose library errors (:class:`~nlndl.errors.NlndlError`: CompileError, JobError, OutputError,
+    BudgetError, CheckpointError; located messages) end in that message and exit 1."""
 
     @functools.wraps(command)
     def run(*args, **kwargs):
-        from nlndl.compiler.diagnostics import CompileError  # here, so that --help imports no compiler
-
         try:
             return command(*args, **kwargs)
-        except (CompileError, JobError, OutputError) as exc:
+        except NlndlError as exc:
             fail(str(exc))
 
     return run
