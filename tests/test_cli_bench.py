@@ -76,7 +76,7 @@ def test_bench_startup_times_train_beside_the_import_floor(tmp_path, monkeypatch
     monkeypatch.chdir(tmp_path)  # the bundled sketches are found from any directory
     out = tmp_path / "startup.json"
     result = runner.invoke(
-        app, ["bench", "startup", "--tasks", "less_than", "--repeats", "1", "--json", str(out), "-q"]
+        app, ["bench", "startup", "--tasks", "less_than", "--repeats", "1", "--record", str(out), "-q"]
     )
     assert result.exit_code == 0, result.output
     (row,) = json.loads(out.read_text())["rows"]

@@ -45,7 +45,10 @@ from nlndl.defaults import (
 from nlndl.output import write_bytes_atomic, write_json
 from nlndl.progress import progress_bar, status_line
 
-JsonPath = Annotated[Path | None, typer.Option("--json", help="Write the results as JSON.")]
+JsonPath = Annotated[
+    Path | None,
+    typer.Option("--record", "--json", help="Write the results to this JSON record (--json: its earlier name)."),
+]
 Examples = Annotated[
     Path | None, typer.Option(help="The folder of bundled ILP sketches (default: the repository's examples/ilp).")
 ]
@@ -210,7 +213,10 @@ def bench_noise(
     levels: Annotated[str, typer.Option(help="Fractions of labels flipped, comma-separated.")] = "0,0.05,0.1,0.2,0.3",
     seeds: Annotated[int, typer.Option(min=1, help="Seeds per task and level (each flips and trains).")] = 10,
     time_limit: Annotated[float, typer.Option(min=1.0, callback=finite, help="Seconds of training per run.")] = 60.0,
-    json_path: Annotated[Path | None, typer.Option("--json", help="Write every run as JSON.")] = None,
+    json_path: Annotated[
+        Path | None,
+        typer.Option("--record", "--json", help="Write every run to this JSON record (--json: its earlier name)."),
+    ] = None,
     plot_path: Annotated[Path | None, typer.Option("--plot", help="Runs right against the noise.")] = None,
     examples: Examples = None,
     quiet: QuietOption = False,
@@ -257,7 +263,12 @@ def bench_kg(
     split: Annotated[
         str, typer.Option(help="The triples to rank: test, or valid to tune a setting without seeing test.")
     ] = "test",
-    json_path: Annotated[Path | None, typer.Option("--json", help="Write the figures and rules as JSON.")] = None,
+    json_path: Annotated[
+        Path | None,
+        typer.Option(
+            "--record", "--json", help="Write the figures and rules to this JSON record (--json: its earlier name)."
+        ),
+    ] = None,
     quiet: QuietOption = False,
 ) -> None:
     """Knowledge-graph completion on test.txt (filtered MRR, Hits@1/10, both directions, mean-rank ties): the
@@ -293,7 +304,12 @@ def bench_kg(
 def bench_fuzz(
     inputs: Annotated[int, typer.Option(min=1, help="Fuzz inputs to run.")] = 10_000,
     seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Seed of the input stream.")] = 0,
-    json_path: Annotated[Path | None, typer.Option("--json", help="Write the summary and failures as JSON.")] = None,
+    json_path: Annotated[
+        Path | None,
+        typer.Option(
+            "--record", "--json", help="Write the summary and failures to this JSON record (--json: its earlier name)."
+        ),
+    ] = None,
     examples: Annotated[Path | None, typer.Option(help="Bundled sketches to mutate (default: examples/ilp).")] = None,
     quiet: QuietOption = False,
 ) -> None:
@@ -322,7 +338,10 @@ def bench_fuzz(
 @reported
 def bench_runtime(
     quick: Annotated[bool, typer.Option("--quick", help="Smaller programs only.")] = False,
-    json_path: Annotated[Path | None, typer.Option("--json", help="Write the figures as JSON.")] = None,
+    json_path: Annotated[
+        Path | None,
+        typer.Option("--record", "--json", help="Write the figures to this JSON record (--json: its earlier name)."),
+    ] = None,
     restarts: Annotated[int, typer.Option(min=1, help="Restarts per step.")] = 8,
     steps: Annotated[int, typer.Option(min=1, help="Cap on forward-chaining steps T.")] = 10,
     iters: Annotated[int, typer.Option(min=1, help="Timed training steps per case.")] = 5,
@@ -350,7 +369,12 @@ def bench_runtime(
 @reported
 def bench_boolean(
     quick: Annotated[bool, typer.Option("--quick", help="Reduced run (under 5 minutes on 2 CPU cores).")] = False,
-    json_path: Annotated[Path | None, typer.Option("--json", help="Write all runs and curves as JSON.")] = None,
+    json_path: Annotated[
+        Path | None,
+        typer.Option(
+            "--record", "--json", help="Write all runs and curves to this JSON record (--json: its earlier name)."
+        ),
+    ] = None,
     plot_path: Annotated[Path | None, typer.Option("--plot", help="Write the DNF and parity curves as PNG.")] = None,
     seeds: Annotated[int | None, typer.Option(min=1, help="Seeds per setting (both experiments).")] = None,
     dnf_steps: Annotated[int | None, typer.Option(min=1, help="Training steps per DNF run.")] = None,
@@ -397,7 +421,10 @@ def bench_boolean(
 @reported
 def bench_ldpc(
     quick: Annotated[bool, typer.Option("--quick", help="Reduced run (under 5 minutes on 2 CPU cores).")] = False,
-    json_path: Annotated[Path | None, typer.Option("--json", help="Write all results as JSON.")] = None,
+    json_path: Annotated[
+        Path | None,
+        typer.Option("--record", "--json", help="Write all results to this JSON record (--json: its earlier name)."),
+    ] = None,
     plot_path: Annotated[Path | None, typer.Option("--plot", help="Write BER vs iterations as PNG.")] = None,
     markdown_path: Annotated[Path | None, typer.Option("--markdown", help="Write the BER table as markdown.")] = None,
     steps: Annotated[int | None, typer.Option(min=1, help="Training steps per learned decoder.")] = None,
