@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from nlndl.compiler.crisp import Database, Rule, evaluate
+from nlndl.compiler.crisp import BodyAtom, Database, Rule, derived_at, evaluate, reads_no_head
 from nlndl.compiler.ir import CompiledProgram, WholeWorld, WorldIR
 from nlndl.compiler.symbols import SymbolTable
 from nlndl.datalog import Names, clingo_program
@@ -194,10 +194,19 @@ def crisp_score(
     learned = set(program.learned)
     symbols = SymbolTable.from_json(program.symbols)
     for facts, pos, neg, closed, unknown in worlds if worlds is not None else checked_worlds(program, whole):
-        model = evaluate(facts, rules)
-        derived = {(name, args) for name in learned for args in model.get(name, ())}
+        if asked_only(rules, closed):
+            derived = derived_at(facts, rules, pos | neg)
+        else:
+            model = evaluate(facts, rules)
+            derived = {(name, args) for name in learned for args in model.get(name, ())}
         score.add(derived, pos, neg, symbols, closed, unknown)
     return score
+
+
+def asked_only(rules: list[Rule], closed: dict[str, int]) -> bool:
+    """Whether a score needs the rules' model only at the examples: no rule body reads a rule head and no rule
+    head is closed-world (whose every atom is an example, read off the whole model)."""
+    return reads_no_head(rules) and not any(r.head in closed for r in rules)
 
 
 def clingo_score(
@@ -208,15 +217,22 @@ def clingo_score(
     score = Score()
     symbols = SymbolTable.from_json(program.symbols)
     for facts, pos, neg, closed, unknown in worlds if worlds is not None else checked_worlds(program, whole):
-        score.add(clingo_derived(program, facts, rules), pos, neg, symbols, closed, unknown)
+        asked = pos | neg if asked_only(rules, closed) else None
+        score.add(clingo_derived(program, facts, rules, asked), pos, neg, symbols, closed, unknown)
     return score
 
 
-def clingo_derived(program: CompiledProgram, facts: Database, rules: list[Rule]) -> set[GroundAtom]:
-    """The learned predicates' atoms clingo derives from ``facts`` with ``rules``."""
+def clingo_derived(
+    program: CompiledProgram, facts: Database, rules: list[Rule], asked: set[GroundAtom] | None = None
+) -> set[GroundAtom]:
+    """The learned predicates' atoms clingo derives from ``facts`` with ``rules``; with ``asked`` (rules whose
+    bodies read no rule head, :func:`asked_only`), only those of ``asked``: each rule's body opens with an atom
+    of the asked ones, so clingo grounds the rules there alone."""
     symbols = SymbolTable.from_json(program.symbols)
     names = Names.for_program(program)
     learned = set(program.learned)
+    if asked is not None:
+        facts, rules = asking(facts, rules, asked, set(program.relations))
     derived = set()
     shown = {names(p): len(program.relations[p]["types"]) for p in learned}
     for pred, args in clingo_model(clingo_program(facts, rules, symbols, names), shown):
@@ -237,3 +253,20 @@ def validation_score(program: CompiledProgram, rules: list[Rule]) -> Score | Non
             any_held = True
             score.add(clingo_derived(program, world_facts(program, world), rules), pos, neg, symbols)
     return score if any_held else None
+
+
+def asking(facts: Database, rules: list[Rule], asked: set[GroundAtom], taken: set[str]) -> tuple[Database, list[Rule]]:
+    """``facts`` with each rule head's asked atoms as a relation of their own (``asked__<head>``), and ``rules``
+    with that relation's atom first in their bodies: at the asked atoms the same model, grounded nowhere else."""
+    name: dict[str, str] = {}
+    for head in sorted({r.head for r in rules}):
+        candidate = f"asked__{head}"
+        while candidate in taken:
+            candidate += "_"
+        name[head] = candidate
+        taken = taken | {candidate}
+    out = dict(facts)
+    for head, relation in name.items():
+        out[relation] = {args for predicate, args in asked if predicate == head}
+    restricted = [Rule(r.head, r.head_args, (BodyAtom(name[r.head], r.head_args), *r.body)) for r in rules]
+    return out, restricted
