@@ -107,13 +107,18 @@ def _join_order(body: tuple[BodyAtom, ...], positives: list[int], sizes: list[in
     return order
 
 
-def _solve(body: tuple[BodyAtom, ...], sources: list[set[tuple[int, ...]]], db: Database) -> Iterator[dict[str, int]]:
+def _solve(
+    body: tuple[BodyAtom, ...], sources: list[set[tuple[int, ...]]], db: Database, lead: bool = False
+) -> Iterator[dict[str, int]]:
     """All bindings satisfying ``body``; positive atom i reads ``sources[i]``, negations read ``db``.
 
-    Atoms are joined in a greedy order (most bound arguments first); each is hash-indexed once per call
-    on the positions bound there.
+    Atoms are joined in a greedy order (most bound arguments first; with ``lead``, the first atom first); each
+    is hash-indexed once per call on the positions bound there.
     """
-    positives = _join_order(body, [i for i, a in enumerate(body) if not a.negated], [len(s) for s in sources])
+    sizes = [len(s) for s in sources]
+    if lead:
+        sizes[0] = -1  # the smallest: joined first
+    positives = _join_order(body, [i for i, a in enumerate(body) if not a.negated], sizes)
     negatives = [a for a in body if a.negated]
     indexes: dict[int, dict[tuple[int, ...], list[tuple[int, ...]]]] = {}
 
@@ -121,6 +126,8 @@ def _solve(body: tuple[BodyAtom, ...], sources: list[set[tuple[int, ...]]], db: 
         rel = sources[positives[k]]
         if not positions:
             return rel
+        if len(positions) == len(body[positives[k]].args):  # every argument bound: a membership test
+            return (key,) if key in rel else ()
         index = indexes.get(k)
         if index is None:
             index = indexes[k] = defaultdict(list)
@@ -208,79 +215,20 @@ def reads_no_head(rules: Iterable[Rule]) -> bool:
     return not any(a.predicate in heads for r in rules for a in r.body)
 
 
-class _Indexes:
-    """Facts of each relation hashed on the argument positions a join binds, built once per (relation,
-    positions) and shared by every atom asked (a check asks thousands)."""
-
-    def __init__(self, db: Database) -> None:
-        self.db = db
-        self.built: dict[tuple[str, tuple[int, ...]], dict[tuple[int, ...], list[tuple[int, ...]]]] = {}
-
-    def lookup(self, predicate: str, positions: tuple[int, ...], key: tuple[int, ...]) -> Iterable[tuple[int, ...]]:
-        rel = self.db.get(predicate, set())
-        if not positions:
-            return rel
-        if len(positions) == len(key) and rel and len(positions) == len(next(iter(rel))):
-            return (key,) if key in rel else ()
-        index = self.built.get((predicate, positions))
-        if index is None:
-            index = self.built[(predicate, positions)] = defaultdict(list)
-            for fact in rel:
-                index[tuple(fact[p] for p in positions)].append(fact)
-        return index.get(key, ())
-
-
-def _bound_head(rule: Rule, args: tuple[int, ...]) -> dict[str, int] | None:
-    """The binding of ``rule``'s head variables that makes its head ``args`` (None where none does)."""
-    binding: dict[str, int] = {}
-    for (kind, value), const in zip(rule.head_args, args, strict=True):
-        if kind == "c":
-            if value != const:
-                return None
-        elif binding.setdefault(value, const) != const:  # type: ignore[arg-type]
-            return None
-    return binding
-
-
-def _satisfied(body: tuple[BodyAtom, ...], binding: dict[str, int], indexes: _Indexes) -> bool:
-    """Whether some extension of ``binding`` satisfies ``body``: positive atoms joined most-bound first,
-    negated ones tested once every variable they name is bound (stratified: they read the facts)."""
-    positives = [a for a in body if not a.negated]
-    negatives = [a for a in body if a.negated]
-
-    def walk(left: list[BodyAtom], binding: dict[str, int]) -> bool:
-        if not left:
-            return not any(_holds(a, binding, indexes.db) for a in negatives)
-        atom = min(left, key=lambda a: _binding_score(a, set(binding), len(indexes.db.get(a.predicate, ()))))
-        rest = [a for a in left if a is not atom]
-        positions = tuple(p for p, (kind, v) in enumerate(atom.args) if kind == "c" or (v in binding and v != "_"))
-        key = tuple(atom.args[p][1] if atom.args[p][0] == "c" else binding[atom.args[p][1]] for p in positions)
-        for fact in indexes.lookup(atom.predicate, positions, key):  # type: ignore[arg-type]
-            extended = _match(atom, fact, binding)
-            if extended is not None and walk(rest, extended):
-                return True
-        return False
-
-    return walk(positives, binding)
-
-
 def derived_at(facts: Database, rules: Iterable[Rule], atoms: Iterable[tuple[str, tuple[int, ...]]]) -> set:
     """Those of ``atoms`` that ``rules`` derive from ``facts``, for rules whose bodies read no rule head
-    (:func:`reads_no_head`): each atom's head bound and its rules' bodies solved from there, which is the
+    (:func:`reads_no_head`): each rule solved with an atom of the asked ones in front of its body, which is the
     least model at those atoms without computing the rest of it (on a knowledge graph a rule over a hub
     derives millions of atoms that no example asks about)."""
-    by_head: dict[str, list[Rule]] = defaultdict(list)
-    for rule in rules:
-        by_head[rule.head].append(rule)
-    indexes = _Indexes(facts)
-    out = set()
+    asked: dict[str, set[tuple[int, ...]]] = defaultdict(set)
     for predicate, args in atoms:
-        if args in facts.get(predicate, ()):
-            out.add((predicate, args))
+        asked[predicate].add(args)
+    out = {(p, args) for p, wanted in asked.items() for args in wanted & facts.get(p, set())}
+    for rule in rules:
+        wanted = asked.get(rule.head)
+        if not wanted:
             continue
-        for rule in by_head.get(predicate, ()):
-            binding = _bound_head(rule, args)
-            if binding is not None and _satisfied(rule.body, binding, indexes):
-                out.add((predicate, args))
-                break
+        body = (BodyAtom("\0asked", rule.head_args), *rule.body)  # no relation's name
+        sources = [wanted, *(facts.get(a.predicate, set()) for a in rule.body)]
+        out |= {(rule.head, _ground(rule.head_args, binding)) for binding in _solve(body, sources, facts)}
     return out

@@ -72,7 +72,7 @@ def _encode(columns: list[np.ndarray], sizes: list[int]) -> np.ndarray:
     return key
 
 
-def _expand(row_keys: np.ndarray, fact_keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def sorted_join(row_keys: np.ndarray, fact_keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every (row, value) with the row's key equal to a fact's key: a sorted join."""
     order = np.argsort(fact_keys, kind="stable")
     fact_keys, values = fact_keys[order], values[order]
@@ -154,7 +154,7 @@ def kept_by_join(low: Lowering, heads: np.ndarray | None, memory_limit: int) -> 
                 key_sizes = [sizes[u] for u in shared]
                 fact_keys = _encode([facts[:, i] for i in first], key_sizes)
                 row_keys = _encode([columns[u] for u in shared], key_sizes)
-                rows, values = _expand(row_keys, fact_keys, facts[:, at_v])
+                rows, values = sorted_join(row_keys, fact_keys, facts[:, at_v])
             else:  # nothing to join on: every row may take any value the atom gives v
                 values = np.unique(facts[:, at_v])
                 _check(n_rows * values.size, memory_limit, f"variable {v}")

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
+from nlndl.compiler.join import sorted_join
 from nlndl.compiler.triples import QUERY_SHARE, SPLITS, split_path, standard_layout
 from nlndl.distributed import process_rank
 from nlndl.errors import JobError
@@ -84,7 +85,7 @@ def supported_paths(
     known: sparse.csr_matrix, atoms: list[sparse.csr_matrix], chunk: int = 4096
 ) -> set[tuple[int, int]]:
     """The paths (i, j) of two atoms, ``atoms[i]`` then ``atoms[j]``, that join some known pair: found from the
-    known pairs outwards (the edges leaving each head met with those entering its tail, a sorted join), so
+    known pairs outwards (the edges leaving each head met with those entering its tail, sorted joins), so
     that only those paths are multiplied out; a graph of 237 relations has 224,676 paths and most join
     nothing."""
     n = known.shape[0]
@@ -92,36 +93,19 @@ def supported_paths(
     src = np.concatenate([c.row for c in coo]).astype(np.int64)
     dst = np.concatenate([c.col for c in coo]).astype(np.int64)
     label = np.concatenate([np.full(c.nnz, k, dtype=np.int64) for k, c in enumerate(coo)])
-    by_src, by_dst = np.argsort(src, kind="stable"), np.argsort(dst, kind="stable")
-    src_sorted, dst_sorted = src[by_src], dst[by_dst]
+    edges = np.arange(src.size)
     heads, tails = known.nonzero()
     found: set[tuple[int, int]] = set()
     for start in range(0, heads.size, chunk):
         h, t = heads[start : start + chunk].astype(np.int64), tails[start : start + chunk].astype(np.int64)
-        first_rows, first_edges = _edges(src_sorted, by_src, h)  # pair row -> an edge leaving its head
-        last_rows, last_edges = _edges(dst_sorted, by_dst, t)  # pair row -> an edge entering its tail
-        left = (first_rows + start) * n + dst[first_edges]  # (pair, middle entity)
-        right = (last_rows + start) * n + src[last_edges]
-        order = np.argsort(right, kind="stable")
-        right, last_edges = right[order], last_edges[order]
-        lo = np.searchsorted(right, left, "left")
-        count = np.searchsorted(right, left, "right") - lo
-        rows = np.repeat(np.arange(left.size), count)
-        before = np.cumsum(count) - count
-        matched = last_edges[np.repeat(lo - before, count) + np.arange(int(count.sum()))]
+        first_rows, first_edges = sorted_join(h, src, edges)  # pair row -> an edge leaving its head
+        last_rows, last_edges = sorted_join(t, dst, edges)  # pair row -> an edge entering its tail
+        left = first_rows * n + dst[first_edges]  # (pair, middle entity)
+        right = last_rows * n + src[last_edges]
+        rows, matched = sorted_join(left, right, last_edges)
         codes = np.unique(label[first_edges[rows]] * len(atoms) + label[matched])
         found.update((int(c) // len(atoms), int(c) % len(atoms)) for c in codes)
     return found
-
-
-def _edges(keys_sorted: np.ndarray, order: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Every (row of ``at``, edge) with the edge's key (sorted in ``keys_sorted``, edge ids in ``order``) equal to
-    ``at[row]``."""
-    lo = np.searchsorted(keys_sorted, at, "left")
-    count = np.searchsorted(keys_sorted, at, "right") - lo
-    rows = np.repeat(np.arange(at.size), count)
-    before = np.cumsum(count) - count
-    return rows, order[np.repeat(lo - before, count) + np.arange(int(count.sum()))]
 
 
 def check_layout(directory: Path) -> None:
