@@ -228,7 +228,16 @@ def derived_at(facts: Database, rules: Iterable[Rule], atoms: Iterable[tuple[str
         wanted = asked.get(rule.head)
         if not wanted:
             continue
-        body = (BodyAtom("\0asked", rule.head_args), *rule.body)  # no relation's name
-        sources = [wanted, *(facts.get(a.predicate, set()) for a in rule.body)]
-        out |= {(rule.head, _ground(rule.head_args, binding)) for binding in _solve(body, sources, facts)}
+        head_vars = {v for kind, v in rule.head_args if kind == "v"}
+        joined: list[BodyAtom] = []
+        for component in _components(rule.body):  # one without head variables is a yes/no condition, once
+            body = tuple(rule.body[i] for i in component)
+            if head_vars & set().union(*(_variables(a) for a in body)):
+                joined += body
+            elif next(_solve(body, [facts.get(a.predicate, set()) for a in body], facts), None) is None:
+                break
+        else:
+            body = (BodyAtom("\0asked", rule.head_args), *joined)  # no relation's name
+            sources = [wanted, *(facts.get(a.predicate, set()) for a in joined)]
+            out |= {(rule.head, _ground(rule.head_args, binding)) for binding in _solve(body, sources, facts)}
     return out
