@@ -165,23 +165,32 @@ def drawn_order(positives: list[tuple[str, str]], seed: int) -> list[tuple[str, 
     return [positives[i] for i in order]
 
 
-def third_values(background: dict[str, list[tuple[str, str]]], pairs: list[tuple[str, str]], path: bool) -> np.ndarray:
-    """Per head atom (a, b) of ``pairs``, the substitutions of a clause of three variables over ``background``
-    that pruning keeps: the third variable at every entity that a true atom joins to a or b, or that has an edge
-    to itself (a true ``p(C, C)``), under ``prune=path`` at those joined to both; and at its domain's first
-    constant (counted once more, an upper bound)."""
+def neighbours(
+    background: dict[str, list[tuple[str, str]]], also: list[tuple[str, str]] = ()
+) -> tuple[np.ndarray, dict[str, int], object]:
+    """The background's edges as index pairs, each entity's index (those of ``also`` too, then one more row for
+    an entity in neither), and the symmetric 0/1 adjacency over every relation (scipy CSR)."""
     from scipy import sparse  # imported here: only a knowledge graph's sketch needs it
 
-    names = sorted({e for rows in background.values() for pair in rows for e in pair})
+    names = sorted({e for rows in background.values() for pair in rows for e in pair} | {e for p in also for e in p})
     at = {e: i for i, e in enumerate(names)}
-    n = len(names) + 1  # the last row: an entity in no edge
-    edges = np.array([(at[h], at[t]) for rows in background.values() for h, t in rows], dtype=np.int64)
-    edges = edges.reshape(-1, 2)
+    n = len(names) + 1
+    edges = np.array([(at[h], at[t]) for rows in background.values() for h, t in rows], dtype=np.int64).reshape(-1, 2)
     near = sparse.csr_matrix(
         (np.ones(2 * len(edges), dtype=np.float32), (np.r_[edges[:, 0], edges[:, 1]], np.r_[edges[:, 1], edges[:, 0]])),
         shape=(n, n),
     )
     near.data[:] = 1
+    return edges, at, near
+
+
+def third_values(background: dict[str, list[tuple[str, str]]], pairs: list[tuple[str, str]], path: bool) -> np.ndarray:
+    """Per head atom (a, b) of ``pairs``, the substitutions of a clause of three variables over ``background``
+    that pruning keeps: the third variable at every entity that a true atom joins to a or b, or that has an edge
+    to itself (a true ``p(C, C)``), under ``prune=path`` at those joined to both; and at its domain's first
+    constant (counted once more, an upper bound)."""
+    edges, at, near = neighbours(background)
+    n = near.shape[0]
     heads = np.array([at.get(h, n - 1) for h, _ in pairs], dtype=np.int64)
     tails = np.array([at.get(t, n - 1) for _, t in pairs], dtype=np.int64)
     if path:
@@ -213,14 +222,10 @@ def path_scores(
     """Per background relation, the share of positives minus the share of negatives whose head and tail it
     joins by a path of at most two edges (it on one of them, read either way, through any relation of the graph
     on the other): how far a clause over it can tell the target's triples from corrupted ones."""
-    from scipy import sparse  # imported here: only a knowledge graph's sketch needs it
+    from scipy import sparse
 
-    names = sorted(
-        {e for rows in background.values() for pair in rows for e in pair}
-        | {e for p in positives + negatives for e in p}
-    )
-    at = {e: i for i, e in enumerate(names)}
-    n = len(names)
+    _, at, near = neighbours(background, positives + negatives)
+    n = near.shape[0]
 
     def matrix(pairs: list[tuple[str, str]]) -> sparse.csr_matrix:
         if not pairs:
@@ -231,8 +236,6 @@ def path_scores(
         return out
 
     mats = {r: matrix(rows) for r, rows in background.items()}
-    near = sum((m + m.T for m in mats.values()), sparse.csr_matrix((n, n), dtype=np.float32)).tocsr()
-    near.data[:] = 1
 
     def shares(examples: list[tuple[str, str]]) -> dict[str, float]:
         if not examples:
@@ -296,9 +299,9 @@ def kg_sketch(
 ) -> KGSketch | None:
     """The sketch (None, with located errors in ``diags``, when the files cannot be read or the target is
     not a relation of the graph); ``splits``: the triples :func:`read_splits` read, if already read. A relation
-    whose network would pass ``max_entries`` index entries (substitutions x candidate atoms, estimated from
-    degrees) reads at most ``max_body`` relations (:func:`body_relations`) and, if still past it, is learned
-    under ``prune=path`` from as many positives as :func:`within_budget` keeps; None: no limit."""
+    whose network would pass ``max_entries`` index entries (substitutions x candidate atoms, counted by
+    :func:`third_values`) reads at most ``max_body`` relations (:func:`body_relations`) and, if still past
+    it, is learned under ``prune=path`` from as many positives as :func:`within_budget` keeps; None: no limit."""
     split = splits if splits is not None else read_splits(directory, diags, memory_limit)
     if diags:
         return None
