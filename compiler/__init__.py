@@ -8,6 +8,7 @@ lower (valuation layout, substitutions, index arrays). :func:`compile_sketch` ru
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from nlndl.compiler.check import Checked, check
 from nlndl.compiler.diagnostics import CompileError, Diagnostics
 from nlndl.compiler.ground import GroundWorld, ground_worlds, lower
 from nlndl.compiler.ir import CompiledProgram
-from nlndl.compiler.parser import parse_file
+from nlndl.compiler.parser import parse_file, parse_source
 from nlndl.compiler.steps import default_steps
 from nlndl.compiler.subgraph import MIN_ENTITIES, auto_choice, auto_entities, grow, whole_world
 from nlndl.compiler.subgraph import subgraph as sample
@@ -28,7 +29,15 @@ from nlndl.defaults import COMPILE_MEMORY_BYTES, LAYOUTS, SUBGRAPH_WORK
 
 DEFAULT_MEMORY_LIMIT = COMPILE_MEMORY_BYTES
 
-__all__ = ["CompileError", "CompiledProgram", "Grounded", "compile_sketch", "default_steps", "ground_sketch"]
+__all__ = [
+    "CompileError",
+    "CompiledProgram",
+    "Grounded",
+    "SketchText",
+    "compile_sketch",
+    "default_steps",
+    "ground_sketch",
+]
 
 
 @dataclass
@@ -133,26 +142,39 @@ class Grounded:
         )
 
 
+@dataclass(frozen=True)
+class SketchText:
+    """A sketch held in memory rather than in a file: its text, the name diagnostics locate it by, and the
+    facts files its ``.input`` relations read, as text by relation (how nlndl.kg compiles each relation)."""
+
+    text: str
+    name: str = "<sketch>"
+    facts: Mapping[str, str] = field(default_factory=dict)
+
+
 def ground_sketch(
-    path: Path,
+    path: Path | SketchText,
     fact_dir: Path | None = None,
     memory_limit: int = DEFAULT_MEMORY_LIMIT,
     background: tuple[Path, ...] = (),
 ) -> Grounded:
-    """Parse, check and ground the sketch at ``path`` (with each ``background`` program's rules added);
-    raises CompileError carrying every diagnostic."""
-    sketch = parse_file(path, tuple(background), memory_limit)
+    """Parse, check and ground the sketch at ``path`` (or given as :class:`SketchText`), with each
+    ``background`` program's rules added; raises CompileError carrying every diagnostic."""
+    if isinstance(path, SketchText):
+        sketch, texts = parse_source(path.text, path.name, tuple(background), memory_limit), path.facts
+    else:
+        sketch, texts = parse_file(path, tuple(background), memory_limit), None
     diags = Diagnostics(sources=dict(sketch.sources))
     checked = check(sketch, diags)
     symbols = SymbolTable()
-    worlds = ground_worlds(checked, symbols, fact_dir, diags, memory_limit)
+    worlds = ground_worlds(checked, symbols, fact_dir, diags, memory_limit, texts)
     if diags:
         raise CompileError(diags)
     return Grounded(sketch, checked, symbols, worlds, dict(diags.sources), memory_limit)
 
 
 def compile_sketch(
-    path: Path,
+    path: Path | SketchText,
     fact_dir: Path | None = None,
     memory_limit: int = DEFAULT_MEMORY_LIMIT,
     steps: int | None = None,
@@ -162,12 +184,12 @@ def compile_sketch(
     subgraph: int | str | None = None,
     shard: tuple[int, int] = (0, 1),
 ) -> CompiledProgram:
-    """Compile the sketch at ``path``, with the rules of each ``background`` program (for example one
-    an earlier ``nlndl train`` wrote) added as background; raises CompileError carrying every diagnostic.
-    ``seed`` draws sampled closed-world negatives and the subgraph; ``layout`` is the valuation's: dense,
-    sparse or auto; ``subgraph``: train on that many constants of each world around drawn positive examples
-    (compiler.subgraph), the whole worlds kept for verification; "auto": so where a world is large
-    (:func:`~nlndl.compiler.subgraph.auto_choice`); ``shard`` (rank, size): one of ``size`` processes'
+    """Compile the sketch at ``path`` (or given as :class:`SketchText`), with the rules of each ``background``
+    program (for example one an earlier ``nlndl train`` wrote) added as background; raises CompileError
+    carrying every diagnostic. ``seed`` draws sampled closed-world negatives and the subgraph; ``layout`` is the
+    valuation's: dense, sparse or auto; ``subgraph``: train on that many constants of each world around drawn
+    positive examples (compiler.subgraph), the whole worlds kept for verification; "auto": so where a world is
+    large (:func:`~nlndl.compiler.subgraph.auto_choice`); ``shard`` (rank, size): one of ``size`` processes'
     share of the examples, with the atoms their substitutions read (a sharded training run)."""
     check_options(layout, subgraph, shard)
     grounded = ground_sketch(path, fact_dir, memory_limit, background)

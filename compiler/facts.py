@@ -63,7 +63,13 @@ def read_facts(
     except UnicodeDecodeError as exc:
         diags.error(Span.of_byte(str(path), raw, exc.start), f"not UTF-8 text (byte 0x{raw[exc.start]:02x})")
         return []
-    diags.sources[str(path)] = text
+    return fact_rows(text, str(path), base_types, diags)
+
+
+def fact_rows(text: str, file: str, base_types: list[str], diags: Diagnostics) -> list[tuple[Value, ...]]:
+    """The rows of a facts file's ``text`` (named ``file`` in diagnostics) as typed tuples; on error,
+    diagnostics are added and bad rows skipped."""
+    diags.sources[file] = text
     rows: list[tuple[Value, ...]] = []
     for number, line in enumerate(text.removesuffix("\n").split("\n"), start=1):
         line = line.removesuffix("\r")
@@ -72,7 +78,7 @@ def read_facts(
         fields = line.split("\t")
         if len(fields) != len(base_types):
             diags.error(
-                Span(str(path), number, 1),
+                Span(file, number, 1),
                 f"expected {len(base_types)} tab-separated fields, got {len(fields)}",
             )
             continue
@@ -80,19 +86,19 @@ def read_facts(
         column = 1
         for field, base in zip(fields, base_types, strict=True):
             if not field:
-                diags.error(Span(str(path), number, column), "empty field")
+                diags.error(Span(file, number, column), "empty field")
                 break
             if base == "number":
                 value = number_value(field)
                 if value is None:
                     diags.error(
-                        Span(str(path), number, column),
+                        Span(file, number, column),
                         f"expected a number in {MIN_NUMBER}..{MAX_NUMBER} (ASCII digits), got {clip(field)!r}",
                     )
                     break
                 row.append(value)
             elif any(ord(c) < 32 or ord(c) == 127 for c in field):
-                diags.error(Span(str(path), number, column), f"control character in symbol {clip(field)!r}")
+                diags.error(Span(file, number, column), f"control character in symbol {clip(field)!r}")
                 break
             else:
                 row.append(field)

@@ -16,6 +16,7 @@ run from head to tail), which keeps a hub's thousands of neighbours out of every
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -26,7 +27,7 @@ from nlndl.compiler import ast, examples
 from nlndl.compiler.check import Checked, LearnSpec
 from nlndl.compiler.crisp import BodyAtom, Database, Rule, evaluate
 from nlndl.compiler.diagnostics import Diagnostics, Span, size_text
-from nlndl.compiler.facts import read_facts
+from nlndl.compiler.facts import fact_rows, read_facts
 from nlndl.compiler.ir import InputAtom, LearnedIR, WorldIR
 from nlndl.compiler.join import JoinTooLarge, joinable, kept_by_join, sorted_unique
 from nlndl.compiler.layout import DENSE_ATOMS, Layout, fact_keys, valuation
@@ -89,15 +90,21 @@ def world_program(
     fact_dir: Path | None,
     diags: Diagnostics,
     memory_limit: int | None = None,
+    texts: Mapping[str, str] | None = None,
 ) -> tuple[Database, list[Rule]]:
-    """The facts (inline and from .input files) and background rules of one world's parts."""
+    """The facts (inline and from .input files) and background rules of one world's parts. ``texts``: the
+    .input relations' facts files given as text (a sketch compiled from memory), read instead of files."""
     facts: Database = {name: set() for name in checked.relations}
     rules = []
     for part in parts:
         for name, span in part.inputs:
             base = [checked.types[a.type] for a in checked.relations[name].attributes]
             path = (fact_dir or Path(span.file).parent) / f"{name}.facts"
-            for row in read_facts(path, base, diags, span, memory_limit):
+            if texts is not None and name in texts:
+                found = fact_rows(texts[name], f"{span.file}#{name}.facts", base, diags)
+            else:
+                found = read_facts(path, base, diags, span, memory_limit)
+            for row in found:
                 facts[name].add(tuple(symbols.intern(v) for v in row))
         for clause in part.clauses:
             if clause.body:
@@ -114,13 +121,18 @@ def world_parts(sketch: ast.Sketch) -> list[list[ast.World]]:
 
 
 def ground_worlds(
-    checked: Checked, symbols: SymbolTable, fact_dir: Path | None, diags: Diagnostics, memory_limit: int | None = None
+    checked: Checked,
+    symbols: SymbolTable,
+    fact_dir: Path | None,
+    diags: Diagnostics,
+    memory_limit: int | None = None,
+    texts: Mapping[str, str] | None = None,
 ) -> list[GroundWorld]:
-    """Facts, background closure, examples and domains of every world."""
+    """Facts, background closure, examples and domains of every world (``texts``: see world_program)."""
     out = []
     for parts in world_parts(checked.sketch):
         world = parts[-1]
-        facts, rules = world_program(checked, parts, symbols, fact_dir, diags, memory_limit)
+        facts, rules = world_program(checked, parts, symbols, fact_dir, diags, memory_limit, texts)
         db = evaluate(facts, rules)
         examples = [
             (e.atom.predicate, tuple(symbols.intern(a.value) for a in e.atom.args), e.positive, e.span)

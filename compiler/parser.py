@@ -273,7 +273,14 @@ def parse_file(path: Path, background: tuple[Path, ...] = (), memory_limit: int 
     """Parse a sketch file, then each ``background`` program into it (see :func:`add_background`);
     raises CompileError with every diagnostic if any were found, or if parsing a file would take more than
     ``memory_limit`` bytes (estimated from its size)."""
-    sketch, diags = parse_text(_read(path, "sketch", Diagnostics(), memory_limit), str(path), memory_limit)
+    return parse_source(_read(path, "sketch", Diagnostics(), memory_limit), str(path), background, memory_limit)
+
+
+def parse_source(
+    text: str, filename: str, background: tuple[Path, ...] = (), memory_limit: int | None = None
+) -> ast.Sketch:
+    """:func:`parse_file` of a sketch's ``text``, located as ``filename`` in diagnostics."""
+    sketch, diags = parse_text(text, filename, memory_limit)
     for extra in background:
         add_background(sketch, extra, diags, memory_limit)
     if diags:

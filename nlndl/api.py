@@ -13,11 +13,11 @@ the LDPC and knowledge-graph verbs are here too, and each benchmark is ``nlndl.b
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from nlndl.compiler import compile_sketch, ground_sketch
+from nlndl.compiler import SketchText, compile_sketch, ground_sketch
 from nlndl.compiler.ir import CompiledProgram
 from nlndl.defaults import SUBGRAPH
 from nlndl.errors import NlndlError
@@ -51,6 +51,7 @@ __all__ = [
     "TrainRun",
     "check",
     "compile",
+    "compile_text",
     "evaluate_ldpc_decoder",
     "export",
     "export_text",
@@ -74,6 +75,14 @@ def compile(  # noqa: A001
     those of :func:`nlndl.compiler.compile_sketch` (memory_limit, steps, seed, layout, subgraph)."""
     extra = tuple(Path(b) for b in background)
     return compile_sketch(Path(sketch), Path(fact_dir) if fact_dir else None, background=extra, **options)
+
+
+def compile_text(
+    text: str, facts: Mapping[str, str] | None = None, name: str = "<sketch>", **options
+) -> CompiledProgram:
+    """:func:`compile` of a sketch held in memory: ``facts`` holds, by relation, the text of each ``.input``
+    relation's facts file; diagnostics are located in ``name`` (and ``name#relation.facts``)."""
+    return compile_sketch(SketchText(text, name, dict(facts or {})), **options)
 
 
 def train(

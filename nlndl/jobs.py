@@ -22,6 +22,7 @@ from nlndl.compiler.tanner import MatrixError, TannerGraph, read_matrix, regular
 from nlndl.compiler.triples import KGSketch, kg_sketch
 from nlndl.defaults import (
     CLASS_WEIGHTS,
+    KG_CONSTANT_RULES,
     KG_NEGATIVES,
     KG_VARS,
     MAX_ITERS,
@@ -433,7 +434,7 @@ def write_kg_sketch(
     variables: int = KG_VARS,
     memory_limit: int = DEFAULT_MEMORY_LIMIT,
 ) -> KGSketch:
-    """Write OUTPUT/sketch.dl and the .facts files learning ``target`` of a graph in the Neural LP layout."""
+    """Write OUTPUT/sketch.dl and the .facts files learning ``target`` of a graph (either layout)."""
     diags = Diagnostics()
     made = kg_sketch(Path(directory), target, diags, negatives, seed, variables, memory_limit)
     if made is None:
@@ -612,7 +613,7 @@ def train_kg(
     progress: Callable[[int, int, str, object | None], None] | None = None,
     resume: bool = False,
 ) -> KGTraining:
-    """Learn every relation (or those named) of a graph in the Neural LP layout and write OUTPUT/rules.dl,
+    """Learn every relation (or those named) of a graph (either layout) and write OUTPUT/rules.dl,
     rules.lp, their facts and rules.json; the exported program is run by clingo and by nlndl's crisp evaluator,
     which must agree. ``config``: a :class:`nlndl.kg.KGConfig`.
 
@@ -668,12 +669,14 @@ def _write_kg(
 ) -> KGTraining:
     """Rank 0's half of :func:`train_kg`: the learned relations written as one program, its closure checked."""
     from nlndl import kg_export
+    from nlndl.constants import Bodies
 
     origin = Path(directory).name
+    bodies = Bodies.of({r: graph.relation_matrix(r) for r in graph.relations})
     texts = {
         "rules.dl": kg_export.souffle_text(learned, origin),
         "rules.lp": kg_export.clingo_text(learned, origin),
-        "rules.tsv": kg_export.anyburl_text(learned),
+        "rules.tsv": kg_export.anyburl_text(learned, graph, bodies, KG_CONSTANT_RULES),
         "facts.lp": kg_export.clingo_facts(graph, learned),
         **kg_export.fact_files(graph, learned),
     }

@@ -10,7 +10,6 @@ three clauses ties every candidate it derives.
 from __future__ import annotations
 
 import resource
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -20,7 +19,7 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-from nlndl.compiler import compile_sketch
+from nlndl.compiler import SketchText, compile_sketch
 from nlndl.compiler.crisp import BodyAtom, Rule, evaluate
 from nlndl.compiler.diagnostics import CompileError, Diagnostics
 from nlndl.compiler.triples import FACT, KGSketch, Triple, kg_sketch, read_splits
@@ -49,6 +48,7 @@ from nlndl.verify import Score
 from nlndl.workers import learn_in_workers, one_thread, worker_count
 
 KNOWN = ("facts", "train")  # the splits rules read and confidences count on
+EXPLAINED = 5  # rules with a constant listed per predicted answer, best first
 MIN_SUPPORT = 1  # known triples a clause must derive to rank anything
 
 
@@ -151,9 +151,12 @@ def chain(rule: Rule) -> list[tuple[str, bool]] | None:
 
 
 def restates(rule: Rule, target: str, sources: dict[str, str]) -> bool:
-    """Whether ``rule`` says only that a known triple of ``target`` holds (``r(A, B) :- r_fact(A, B)``): true of
-    every known pair and of nothing else, so it ranks nothing and is left out of the clauses."""
-    return chain(rule) == [(rule.body[0].predicate, False)] and sources.get(rule.body[0].predicate) == target
+    """Whether ``rule`` derives only known triples of ``target``: its body holds the head itself, read from the
+    target's known triples (``r(A, B) :- r_fact(A, B), ...``), so it ranks nothing and is left out of the
+    clauses."""
+    return any(
+        not atom.negated and sources.get(atom.predicate) == target and atom.args == rule.head_args for atom in rule.body
+    )
 
 
 def rule_pairs(graph: Graph, rules: list[Rule], sources: dict[str, str]) -> list[sparse.csr_matrix]:
@@ -354,7 +357,7 @@ def from_checkpoint(data: dict[str, Any], graph: Graph) -> RelationRules:
 
 
 def learn_relation(directory: Path, graph: Graph, target: str, config: KGConfig) -> RelationRules:
-    """Learn ``target`` from its ``kg sketch`` (compiled in a temporary directory) and score what was found."""
+    """Learn ``target`` from its ``kg sketch`` (compiled in memory) and score what was found."""
     diags = Diagnostics()
     made: KGSketch | None = kg_sketch(
         directory, target, diags, config.negatives, config.seed, config.vars, config.memory_limit, graph.triples,
@@ -363,17 +366,12 @@ def learn_relation(directory: Path, graph: Graph, target: str, config: KGConfig)
     if made is None:
         raise JobError(diags.render())
     start = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="nlndl-kg-") as tmp:
-        (Path(tmp) / "sketch.dl").write_text(made.text)
-        for name, text in made.facts.items():
-            (Path(tmp) / f"{name}.facts").write_text(text)
-        try:
-            program = compile_sketch(
-                Path(tmp) / "sketch.dl", seed=config.seed, subgraph=config.subgraph, memory_limit=config.memory_limit
-            )
-        except CompileError as exc:  # located in a temporary file: said of the relation instead
-            found = " ".join(d.message for d in exc.diagnostics.errors)
-            raise JobError(f"{directory}: error: relation {target!r} (as nlndl kg sketch writes it): {found}") from None
+    source = SketchText(made.text, f"<kg sketch of {target}>", made.facts)
+    try:
+        program = compile_sketch(source, seed=config.seed, subgraph=config.subgraph, memory_limit=config.memory_limit)
+    except CompileError as exc:  # located in the sketch kg_sketch wrote: said of the relation instead
+        found = " ".join(d.message for d in exc.diagnostics.errors)
+        raise JobError(f"{directory}: error: relation {target!r} (as nlndl kg sketch writes it): {found}") from None
     sources = {ident: (target if name == FACT else name) for name, ident in made.relations.items()}
     judge = PoolJudge(graph, target, sources)
     learned = LearnConfig(
@@ -496,7 +494,10 @@ class Prediction:
 
 def predict(graph: Graph, record: dict[str, Any], entity: str, tail_asked: bool, k: int = 10) -> list[Prediction]:
     """The ``k`` best answers to ``relation(entity, ?)`` (``tail_asked``) or ``relation(?, entity)``, by the
-    clauses ``record`` (one relation of kg train's rules.json) holds, each with the clauses that derive it."""
+    clauses ``record`` (one relation of kg train's rules.json) holds and the relation's rules with a constant
+    (nlndl.constants, mined again from the graph), each with the rules that derive it: every clause, and the
+    ``EXPLAINED`` best rules with a constant."""
+    from nlndl.constants import Bodies, ConstantRules, text
     from nlndl.ranking import max_aggregate
 
     sources = {str(a): str(b) for a, b in record["sources"].items()}
@@ -508,14 +509,20 @@ def predict(graph: Graph, record: dict[str, Any], entity: str, tail_asked: bool,
         rows.append(boolean(line))
     n = len(graph.entities)
     scores = max_aggregate([(row, c) for row, (_, c, _) in zip(rows, clauses, strict=True)], (1, n)).toarray().ravel()
-    known = graph.pairs(record["relation"], KNOWN)
+    relation = record["relation"]
+    bodies = Bodies.of({r: graph.relation_matrix(r) for r in graph.relations})
+    constants = ConstantRules.mine(bodies, relation, graph.relation_matrix(relation)).scorer(bodies)
+    scores = np.maximum(scores, constants(at, tail_asked))
+    known = graph.pairs(relation, KNOWN)
     order = [int(i) for i in np.argsort(-scores, kind="stable") if scores[i] > 0][:k]
     out = []
     for other in order:
-        why = sorted(
-            ((text, c) for row, (_, c, text) in zip(rows, clauses, strict=True) if row[0, other]),
-            key=lambda tc: -tc[1],
-        )
+        why = [(t, c) for row, (_, c, t) in zip(rows, clauses, strict=True) if row[0, other]]
+        why += [
+            (text(bodies, relation, rule, graph.entities), c) for rule, c in constants.explain(at, tail_asked, other)
+        ]
         pair = (at, other) if tail_asked else (other, at)
-        out.append(Prediction(graph.entities[other], float(scores[other]), pair in known, why))
+        out.append(
+            Prediction(graph.entities[other], float(scores[other]), pair in known, sorted(why, key=lambda tc: -tc[1]))
+        )
     return out

@@ -10,6 +10,7 @@ candidates at the mean rank of the tied group, so that an answer tied with many 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -111,26 +112,51 @@ def aggregate(rules: list[tuple[Pairs, float]], shape: tuple[int, int], how: str
     return max_aggregate(rules, shape) if how == "max" else noisy_or(rules, shape)
 
 
+Extra = Callable[[int, bool], np.ndarray]  # (entity asked about, tail asked) -> a score per candidate
+
+
 def ranks(
     scores: sparse.csr_matrix,
     test: list[tuple[int, int]],
     known: set[tuple[int, int]],
     prior: tuple[np.ndarray, np.ndarray] | None = None,
+    extra: Extra | None = None,
 ) -> np.ndarray:
     """The ranks of every test pair (h, t) asked both ways: among the tails of h and among the heads of t,
     the other ``known`` true pairs filtered out; candidates of equal score ordered by ``prior`` (tails, heads:
-    :func:`popularity`) where given."""
+    :func:`popularity`) where given; ``extra``: scores of further rules (nlndl.constants), taken where
+    higher."""
+    return ranks_of([(scores, extra is not None)], test, known, prior, extra)[0]
+
+
+def ranks_of(
+    many: list[tuple[sparse.csr_matrix, bool]],
+    test: list[tuple[int, int]],
+    known: set[tuple[int, int]],
+    prior: tuple[np.ndarray, np.ndarray] | None = None,
+    extra: Extra | None = None,
+) -> list[np.ndarray]:
+    """:func:`ranks` of several score matrices on the same test pairs, each with ``extra`` taken in or not (it
+    is computed once a query)."""
     by_head: dict[int, list[int]] = {}
     by_tail: dict[int, list[int]] = {}
     for h, t in known:
         by_head.setdefault(h, []).append(t)
         by_tail.setdefault(t, []).append(h)
-    columns = scores.tocsc()
+    columns = [m.tocsc() for m, _ in many]
     tails, heads = prior if prior is not None else (None, None)
-    out = []
+    out: list[list[float]] = [[] for _ in many]
     for h, t in test:
-        row = scores.getrow(h).toarray().ravel()
-        out.append(mean_rank(row, t, np.array(by_head.get(h, []), dtype=np.int64), tails))
-        col = columns.getcol(t).toarray().ravel()
-        out.append(mean_rank(col, h, np.array(by_tail.get(t, []), dtype=np.int64), heads))
-    return np.array(out)
+        for entity, answer, tail_asked, filtered, order in (
+            (h, t, True, by_head.get(h, []), tails),
+            (t, h, False, by_tail.get(t, []), heads),
+        ):
+            more = extra(entity, tail_asked) if extra is not None and any(use for _, use in many) else None
+            filtered = np.array(filtered, dtype=np.int64)
+            for k, ((scores, use), by_column) in enumerate(zip(many, columns, strict=True)):
+                line = scores.getrow(entity) if tail_asked else by_column.getcol(entity).T
+                row = line.toarray().ravel()
+                if use and more is not None:
+                    row = np.maximum(row, more)
+                out[k].append(mean_rank(row, answer, filtered, order))
+    return [np.array(r) for r in out]

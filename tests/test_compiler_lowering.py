@@ -321,3 +321,21 @@ def test_the_index_array_estimate_is_within_a_factor_2_of_the_arrays_built():
                 built = sum(int(world.arrays[f"{p}/{k}"].nbytes) for k in ("gather", "scatter", "ptr", "grid"))
                 estimate = index_bytes(world.substitutions[p], len(ir.inputs))
                 assert estimate <= built <= 2 * estimate or world.substitutions[p] == 0, (sketch, p)
+
+
+def test_a_sketch_given_as_text_compiles_as_its_file_does(tmp_path):
+    from nlndl.compiler import SketchText
+
+    text = ".type N <: symbol\n.decl e(a: N, b: N)\n.input e\n.decl p(a: N, b: N)\n.learn p(vars=3)\n"
+    text += '.pos p("x","z").\n.neg p("z","x").\n'
+    facts = "x\ty\ny\tz\n"
+    (tmp_path / "e.facts").write_text(facts)
+    from_file = compile_text(tmp_path, text)
+    in_memory = compile_sketch(SketchText(text, "<mine>", {"e": facts}))
+    assert from_file.symbols == in_memory.symbols
+    for a, b in zip(from_file.worlds, in_memory.worlds, strict=True):
+        assert sorted(a.arrays) == sorted(b.arrays)
+        assert all(np.array_equal(a.arrays[k], b.arrays[k]) for k in a.arrays)
+    with pytest.raises(CompileError) as bad:
+        compile_sketch(SketchText(text, "<mine>", {"e": "x\ty\nz\n"}))
+    assert "<mine>#e.facts:2:1: error: expected 2 tab-separated fields, got 1" in bad.value.diagnostics.render()

@@ -98,6 +98,14 @@ def test_the_api_runs_train_and_export_as_the_cli_does(tmp_path):
         api.plan_training(ILP / "less_than" / "sketch.dl", output=tmp_path / "new", resume=True)
 
 
+def test_the_api_compiles_a_sketch_held_in_memory():
+    folder = ILP / "connectedness"
+    facts = {path.stem: path.read_text() for path in folder.glob("*.facts")}
+    assert facts, "the example reads .facts files"
+    program = api.compile_text((folder / "sketch.dl").read_text(), facts, name="conn")
+    assert program.symbols == api.compile(folder / "sketch.dl").symbols
+
+
 def test_same_seed_same_result():
     program = api.compile(ILP / "connectedness" / "sketch.dl")
     first = api.train(program, seed=3)

@@ -6,7 +6,9 @@ confidence is its support (known r pairs it derives) over its body count (pairs 
 Datalog rules are scored the same way: each rule's derived pairs, by the crisp evaluator, with its
 confidence on the same triples. Candidates are ranked by the best confidence of the rules that derive them
 (and, beside it, their noisy-or), those of equal score by how often they answer the relation in the known
-triples (nlndl.ranking), filtered, both directions, mean-rank ties.
+triples (nlndl.ranking), filtered, both directions, mean-rank ties. nlndl's clauses rank together with the
+rules with a constant (nlndl.constants), which no clause of a sketch expresses; the baseline is recorded with
+and without them, and nlndl's clauses alone, so that each part's share is seen.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from scipy import sparse
 
 from nlndl.compiler.join import sorted_join
 from nlndl.compiler.triples import QUERY_SHARE, SPLITS, split_path, standard_layout
+from nlndl.constants import MIN_CORRECT, UNSEEN, Bodies, ConstantRules
 from nlndl.distributed import process_rank
 from nlndl.errors import JobError
 from nlndl.kg import (
@@ -36,7 +39,7 @@ from nlndl.kg import (
     learn_graph,
     worker_processes,
 )
-from nlndl.ranking import Metrics, aggregate, metrics, popularity, ranks
+from nlndl.ranking import Extra, Metrics, aggregate, metrics, popularity, ranks, ranks_of
 
 
 def path_rules(graph: Graph, target: str, length: int = 2) -> list[tuple[str, sparse.csr_matrix, float]]:
@@ -131,6 +134,9 @@ def protocol(directory: Path) -> dict[str, str]:
         "ranking": "rules read facts.txt + train.txt (train.txt in the standard layout); each test triple asked "
         "both ways, the other triples of train, valid and test filtered; candidates of equal score ordered by "
         "how many known triples of the relation they answer (rules without a body), the rest tied at the mean rank",
+        "constants": f"rules r(X, c) :- s(X, d) and r(X, c) :- s(X, _) (and r(c, Y) ...), s any relation either way, "
+        f"mined on the same triples: kept where they derive at least {MIN_CORRECT} known triples, confidence "
+        f"correct / (predicted + {UNSEEN})",
     }
 
 
@@ -146,11 +152,21 @@ def tested_relations(graph: Graph, relations: list[str], directory: Path, split:
     return tested
 
 
-def split_ranks(graph: Graph, target: str, scores: sparse.csr_matrix, split: str = "test") -> np.ndarray:
+def split_ranks(
+    graph: Graph,
+    target: str,
+    scores: sparse.csr_matrix | list[tuple[sparse.csr_matrix, bool]],
+    split: str = "test",
+    extra: Extra | None = None,
+) -> Any:
     """The ranks of ``target``'s triples of ``split`` by ``scores``, both ways: the other triples of every split
-    filtered, candidates of equal score ordered by the relation's popularity (:func:`nlndl.ranking.ranks`)."""
+    filtered, candidates of equal score ordered by the relation's popularity (:func:`nlndl.ranking.ranks`).
+    Given a list of (scores, take ``extra`` in), one array of ranks each."""
     test = sorted(graph.pairs(target, (split,)))
-    return ranks(scores, test, graph.pairs(target, SPLITS), popularity(graph.relation_matrix(target)))
+    known, prior = graph.pairs(target, SPLITS), popularity(graph.relation_matrix(target))
+    if isinstance(scores, list):
+        return ranks_of(scores, test, known, prior, extra)
+    return ranks(scores, test, known, prior, extra)
 
 
 def evaluate_rules(
@@ -180,15 +196,24 @@ def crisp_test(graph: Graph, target: str, pairs: list[sparse.csr_matrix], split:
 
 
 def nlndl_side(
-    graph: Graph, learned: RelationRules, split: str = "test"
-) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
-    """nlndl's row for one relation: MRR and Hits@k ranking by every clause read out (the ranks returned, by
-    max-aggregation and by noisy-or) and by the program alone, the program's rules with their confidence and
-    their precision / recall on test."""
+    graph: Graph, learned: RelationRules, split: str = "test", extra: Extra | None = None
+) -> tuple[dict[str, Any], np.ndarray, np.ndarray, np.ndarray]:
+    """nlndl's row for one relation: MRR and Hits@k ranking by every clause read out with the rules with a
+    constant (``extra``; the ranks returned, by max-aggregation and by noisy-or), by the clauses alone and by
+    the program alone, the program's rules with their confidence and their precision / recall on test."""
     target, n = learned.relation, len(graph.entities)
-    found = split_ranks(graph, target, learned.scores((n, n)), split)
-    other = split_ranks(graph, target, learned.scores((n, n), how="noisy-or"), split)
-    alone = split_ranks(graph, target, learned.scores((n, n), clauses=False), split)
+    found, other, clauses, alone = split_ranks(
+        graph,
+        target,
+        [
+            (learned.scores((n, n)), True),
+            (learned.scores((n, n), how="noisy-or"), True),
+            (learned.scores((n, n)), False),
+            (learned.scores((n, n), clauses=False), False),
+        ],
+        split,
+        extra,
+    )
     own = learned.to_json()
     rules = [
         {"rule": text, "confidence": conf, **crisp_test(graph, target, [learned.pairs[rule]], split)}
@@ -197,6 +222,7 @@ def nlndl_side(
     row = {
         **metrics(found).to_json(),
         "noisy-or": metrics(other).to_json(),
+        "clauses_alone": metrics(clauses).to_json(),
         "program": {
             **metrics(alone).to_json(),
             **crisp_test(graph, target, [learned.pairs[r] for r, _ in learned.program], split),
@@ -205,7 +231,7 @@ def nlndl_side(
         "clauses_read": len(learned.result.clauses),
         **own,
     }
-    return row, found, other
+    return row, found, other, clauses
 
 
 def run(
@@ -257,36 +283,54 @@ def _rank(
 ) -> dict[str, Any]:
     """The ranking half of :func:`run` (rank 0 alone under torchrun): each relation's rows and the totals."""
     learned_seconds = round(time.perf_counter() - started, 1)
-    rows, base_all, base_or, nln_all, nln_or, alone_all = [], [], [], [], [], []
+    rows, alone_all = [], []
+    totals: dict[str, list[np.ndarray]] = {k: [] for k in ("base", "base_or", "base_const", "nln", "nln_or", "clauses")}
     n = len(graph.entities)
+    bodies = Bodies.of({r: graph.relation_matrix(r) for r in graph.relations})
     for target in chosen:
         if progress and not learn:
             progress(target)
         start = time.perf_counter()
         mined = path_rules(graph, target, path_length)
         confidences = [(p, c) for _, p, c in mined]
-        base = split_ranks(graph, target, aggregate(confidences, (n, n), "max"), split)
-        other = split_ranks(graph, target, aggregate(confidences, (n, n), "noisy-or"), split)
+        constants = ConstantRules.mine(bodies, target, graph.relation_matrix(target))
+        extra = constants.scorer(bodies)
+        best = aggregate(confidences, (n, n), "max")
+        base, other, with_constants = split_ranks(
+            graph,
+            target,
+            [(best, False), (aggregate(confidences, (n, n), "noisy-or"), False), (best, True)],
+            split,
+            extra,
+        )
         tested = len(graph.pairs(target, (split,)))
         row: dict[str, Any] = {"relation": target, "test": tested, "baseline": metrics(base).to_json()}
         row["baseline"]["noisy-or"] = metrics(other).to_json()
+        row["baseline"]["constants"] = metrics(with_constants).to_json()
         row["baseline"]["seconds"] = round(time.perf_counter() - start, 2)
         row["baseline"]["rules"] = len(mined)
-        base_all.append(base)
-        base_or.append(other)
+        row["constant_rules"] = constants.count()
+        totals["base"].append(base)
+        totals["base_or"].append(other)
+        totals["base_const"].append(with_constants)
         if learn:
-            own, found, found_or = nlndl_side(graph, learned[target], split)
+            own, found, found_or, clauses = nlndl_side(graph, learned[target], split, extra)
             row["nlndl"] = own
-            nln_all.append(found)
-            nln_or.append(found_or)
+            totals["nln"].append(found)
+            totals["nln_or"].append(found_or)
+            totals["clauses"].append(clauses)
             alone_all.append(own["program"])
         rows.append(row)
     rows += [{"relation": r, "test": 0, "note": f"no {split} triples"} for r in every if r not in chosen]
-    out = {"data": directory.name, "relations": rows, "baseline": metrics(np.concatenate(base_all)).to_json()}
-    out["baseline_noisy_or"] = metrics(np.concatenate(base_or)).to_json()
+    out = {"data": directory.name, "relations": rows, "baseline": metrics(np.concatenate(totals["base"])).to_json()}
+    out["baseline_noisy_or"] = metrics(np.concatenate(totals["base_or"])).to_json()
+    out["baseline_constants"] = metrics(np.concatenate(totals["base_const"])).to_json()
     out["split"] = split  # the triples ranked: test, or valid to tune on
     out["path_length"] = path_length
-    out["aggregation"] = "max (ties broken by noisy-or); noisy-or beside it"
+    out["aggregation"] = (
+        "max (ties broken by noisy-or); noisy-or beside it; rules with a constant (nlndl.constants) by their best "
+        "confidence, in nlndl's ranking and in baseline_constants"
+    )
     out["protocol"] = protocol(directory)
     out["processes"] = process_rank(config.device).size
     out["seconds"] = round(time.perf_counter() - started, 1)
@@ -294,8 +338,9 @@ def _rank(
     out["peak_rss_mib"] = round(peak / 1024)  # the largest process: this one or a worker that learned relations
     if learn:
         out["learning_seconds"] = learned_seconds
-        out["nlndl"] = metrics(np.concatenate(nln_all)).to_json()
-        out["nlndl_noisy_or"] = metrics(np.concatenate(nln_or)).to_json()
+        out["nlndl"] = metrics(np.concatenate(totals["nln"])).to_json()
+        out["nlndl_noisy_or"] = metrics(np.concatenate(totals["nln_or"])).to_json()
+        out["nlndl_clauses"] = metrics(np.concatenate(totals["clauses"])).to_json()
         weights = [r["queries"] for r in alone_all]
         out["nlndl_program"] = {
             k: float(np.average([r[k] for r in alone_all], weights=weights))
@@ -307,8 +352,8 @@ def _rank(
 
 
 def markdown(report: dict[str, Any]) -> str:
-    """Per relation and over all: MRR and Hits@k of the baseline and (if run) nlndl's clauses, its program's
-    MRR, and the program's rules with confidence and test precision / recall."""
+    """Per relation and over all: MRR and Hits@k of the baseline and (if run) nlndl (clauses and rules with a
+    constant), its program's MRR, and the program's rules with confidence and test precision / recall."""
     learn = "nlndl" in report
     head = "| relation | test | baseline MRR | H@1 | H@10 |" + (
         " nlndl MRR | H@1 | H@10 | program MRR | s | rules (confidence, test precision / recall) |" if learn else ""
@@ -343,5 +388,10 @@ def markdown(report: dict[str, Any]) -> str:
         total = ["all, noisy-or", str(report["baseline"]["queries"] // 2), *cells(report["baseline_noisy_or"])]
         if learn:
             total += [*cells(report["nlndl_noisy_or"]), "", "", ""]
+        lines.append("| " + " | ".join(total) + " |")
+    if "baseline_constants" in report:
+        total = ["all: baseline with constants; nlndl's clauses alone", "", *cells(report["baseline_constants"])]
+        if learn:
+            total += [*cells(report["nlndl_clauses"]), "", "", ""]
         lines.append("| " + " | ".join(total) + " |")
     return "\n".join(lines)

@@ -242,7 +242,10 @@ def bench_noise(
 @bench_app.command("kg")
 @reported
 def bench_kg(
-    directory: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="A graph in the Neural LP layout.")],
+    directory: Annotated[
+        Path,
+        typer.Argument(exists=True, file_okay=False, help="A graph: train/valid/test, or Neural LP's with facts.txt."),
+    ],
     relations: KGRelations = None,
     learn: Annotated[bool, typer.Option("--learn/--baseline-only", help="Also learn each relation with nlndl.")] = True,
     seed: Annotated[

@@ -60,7 +60,9 @@ ldpc_app = typer.Typer(
     help="LDPC codes over the erasure channel: Tanner graphs, learned and classical decoders.",
 )
 kg_app = typer.Typer(
-    cls=Commands, no_args_is_help=True, help="Knowledge graphs given as triples (the Neural LP layout)."
+    cls=Commands,
+    no_args_is_help=True,
+    help="Knowledge graphs given as triples: train/valid/test, or Neural LP's layout with facts.txt.",
 )
 app.add_typer(bench_app, name="bench")
 app.add_typer(ldpc_app, name="ldpc")

@@ -1,0 +1,247 @@
+"""Rules with a constant, mined by counting: AnyBURL's acyclic rules of one body atom.
+
+For a target relation r and an entity c, the rules
+
+    r(X, c) :- s(X, d).     r(X, c) :- s(X, _).     (and their mirror images r(c, Y) :- s(Y, d), ...)
+
+with s any relation of the graph read either way (s(d, X) too). Path clauses relate two entities through the
+graph; these say which answers an entity's own edges make likely (a person with a film credit is probably an
+actor), which no clause without constants can express. Each one's confidence is AnyBURL's: the known r
+triples it derives over the entities its body holds for, plus ``UNSEEN`` (so that a rule seen once does not
+outrank one seen a hundred times). They are counted, not learned: one sparse product per relation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+
+UNSEEN = 5  # AnyBURL's pessimistic correction: confidence = correct / (predicted + UNSEEN)
+MIN_CORRECT = 2  # known triples a rule must derive to be kept (AnyBURL's default)
+
+
+@dataclass
+class Bodies:
+    """Per entity, the one-atom bodies that hold for it as X: ``s(X, _)`` (open: one column per relation and
+    direction) and ``s(X, d)`` (closed: one column per relation, direction and constant that occurs)."""
+
+    atoms: list[tuple[str, bool]]  # (relation, read backwards: s(d, X))
+    open: sparse.csr_matrix  # entities x atoms, 0/1
+    closed: sparse.csc_matrix  # entities x closed bodies, 0/1 (columns read per rule, rows per query)
+    closed_rows: sparse.csr_matrix  # the same, by entity
+    closed_atom: np.ndarray  # closed body -> its atom
+    closed_constant: np.ndarray  # closed body -> d
+
+    @classmethod
+    def of(cls, matrices: dict[str, sparse.csr_matrix]) -> Bodies:
+        """From each relation's known (head, tail) pairs as an entities x entities 0/1 matrix."""
+        atoms, opened, rows, keys = [], [], [], []
+        n = next(iter(matrices.values())).shape[0] if matrices else 0
+        for relation in sorted(matrices):
+            for back in (False, True):
+                m = (matrices[relation].T if back else matrices[relation]).tocoo()
+                k = len(atoms)
+                atoms.append((relation, back))
+                opened.append(np.unique(m.row))
+                rows.append(m.row.astype(np.int64))
+                keys.append(k * np.int64(n) + m.col.astype(np.int64))
+        heads = np.concatenate([np.unique(r) for r in opened]) if opened else np.zeros(0, np.int64)
+        which = np.concatenate([np.full(r.size, k) for k, r in enumerate(opened)]) if opened else heads
+        open_ = sparse.csr_matrix((np.ones(heads.size, np.float32), (heads, which)), shape=(n, len(atoms)))
+        row = np.concatenate(rows) if rows else np.zeros(0, np.int64)
+        key = np.concatenate(keys) if keys else np.zeros(0, np.int64)
+        columns, column = np.unique(key, return_inverse=True)
+        closed = sparse.csr_matrix((np.ones(row.size, np.float32), (row, column)), shape=(n, columns.size))
+        return cls(atoms, open_, closed.tocsc(), closed, columns // max(n, 1), columns % max(n, 1))
+
+    def atom_text(self, k: int, variable: str, constant: str | None, names: list[str]) -> str:
+        """Atom ``k`` with ``variable`` as X and ``constant`` (an entity's name) or ``A`` as its other term."""
+        relation, back = self.atoms[k]
+        other = constant if constant is not None else "A"
+        return f"{relation}({other},{variable})" if back else f"{relation}({variable},{other})"
+
+
+@dataclass
+class Side:
+    """The rules of one direction, ``r(X, c) :- body(X)`` (tails) or ``r(c, Y) :- body(Y)`` (heads): per body and
+    constant c, the known triples derived (correct) and the entities the body holds for (predicted)."""
+
+    open: sparse.csr_matrix  # atoms x entities: correct
+    closed: sparse.csr_matrix  # closed bodies x entities: correct
+    open_predicted: np.ndarray  # per atom
+    closed_predicted: np.ndarray  # per closed body
+
+    @classmethod
+    def mine(cls, bodies: Bodies, known: sparse.csr_matrix, own: int | None) -> Side:
+        """``known``: X -> c, the relation's known pairs in this direction; ``own``: the atom that is the
+        relation itself read this way, whose closed rule r(X, c) :- r(X, c) would only restate what is known."""
+        open_ = _kept(sparse.csr_matrix(bodies.open.T @ known))
+        closed = sparse.csr_matrix(bodies.closed_rows.T @ known).tocoo()
+        keep = closed.data >= MIN_CORRECT
+        if own is not None:
+            keep &= ~((bodies.closed_atom[closed.row] == own) & (bodies.closed_constant[closed.row] == closed.col))
+        closed = sparse.csr_matrix(
+            (closed.data[keep], (closed.row[keep], closed.col[keep])), shape=closed.shape, dtype=np.float64
+        )
+        return cls(
+            open_,
+            closed,
+            np.asarray(bodies.open.sum(axis=0)).ravel(),
+            np.asarray(bodies.closed_rows.sum(axis=0)).ravel(),
+        )
+
+    def confidences(self) -> tuple[sparse.csr_matrix, sparse.csr_matrix]:
+        """(open, closed) confidence tables: correct / (predicted + UNSEEN)."""
+        out = []
+        for correct, predicted in ((self.open, self.open_predicted), (self.closed, self.closed_predicted)):
+            conf = correct.tocoo()
+            conf.data = conf.data / (predicted[conf.row] + UNSEEN)
+            out.append(conf.tocsr())
+        return out[0], out[1]
+
+    def count(self) -> int:
+        return int(self.open.nnz + self.closed.nnz)
+
+
+def _spans(indptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The positions in a CSR (or CSC) matrix's indices and data of the given rows (columns), in order."""
+    starts = indptr[rows]
+    sizes = indptr[rows + 1] - starts
+    return np.repeat(starts - np.cumsum(sizes) + sizes, sizes) + np.arange(sizes.sum())
+
+
+def _kept(counts: sparse.csr_matrix) -> sparse.csr_matrix:
+    counts = counts.astype(np.float64)
+    counts.data[counts.data < MIN_CORRECT] = 0
+    counts.eliminate_zeros()
+    return counts
+
+
+@dataclass
+class ConstantRules:
+    """A relation's rules with a constant, both directions, and their application to a query."""
+
+    relation: str
+    tails: Side  # r(X, c) :- body(X)
+    heads: Side  # r(c, Y) :- body(Y)
+
+    @classmethod
+    def mine(cls, bodies: Bodies, relation: str, known: sparse.csr_matrix) -> ConstantRules:
+        forward = bodies.atoms.index((relation, False)) if (relation, False) in bodies.atoms else None
+        backward = bodies.atoms.index((relation, True)) if (relation, True) in bodies.atoms else None
+        return cls(
+            relation,
+            Side.mine(bodies, sparse.csr_matrix(known), forward),
+            Side.mine(bodies, sparse.csr_matrix(known.T), backward),
+        )
+
+    def count(self) -> int:
+        return self.tails.count() + self.heads.count()
+
+    def scorer(self, bodies: Bodies) -> Scorer:
+        return Scorer(bodies, self)
+
+
+class Scorer:
+    """The best confidence, per candidate, of the rules with a constant that answer a query ``r(e, ?)`` or
+    ``r(?, e)``: those whose body holds for e (constant c the candidate), and those whose constant is e
+    (applied to every entity their body holds for)."""
+
+    def __init__(self, bodies: Bodies, rules: ConstantRules) -> None:
+        self.bodies = bodies
+        self.columns = (bodies.open.tocsc(), bodies.closed)
+        self.tables = {}
+        for name, side in (("tails", rules.tails), ("heads", rules.heads)):
+            open_, closed = side.confidences()
+            self.tables[name] = (open_, closed, open_.T.tocsr(), closed.T.tocsr())
+
+    def __call__(self, entity: int, tail_asked: bool) -> np.ndarray:
+        out = np.zeros(self.bodies.open.shape[0])
+        asked, other = ("tails", "heads") if tail_asked else ("heads", "tails")
+        open_, closed, open_by_constant, closed_by_constant = (*self.tables[asked][:2], *self.tables[other][2:])
+        for incidence, table in ((self.bodies.open, open_), (self.bodies.closed_rows, closed)):
+            held = incidence.indices[incidence.indptr[entity] : incidence.indptr[entity + 1]]
+            at = _spans(table.indptr, held)  # the rules of the bodies that hold for entity: c the candidate
+            np.maximum.at(out, table.indices[at], table.data[at])
+        for incidence, by_constant in zip(self.columns, (open_by_constant, closed_by_constant), strict=True):
+            lo, hi = by_constant.indptr[entity], by_constant.indptr[entity + 1]
+            bodies, conf = by_constant.indices[lo:hi], by_constant.data[lo:hi]
+            at = _spans(
+                incidence.indptr, bodies
+            )  # the rules whose constant is entity: every entity their body holds for
+            np.maximum.at(
+                out, incidence.indices[at], np.repeat(conf, incidence.indptr[bodies + 1] - incidence.indptr[bodies])
+            )
+        return out
+
+    def explain(self, entity: int, tail_asked: bool, candidate: int) -> list[tuple[tuple[str, int, int, bool], float]]:
+        """The rules that give ``candidate`` its score for the query about ``entity``, as (rule, confidence): a
+        rule is (side, body, constant c, closed), ``side`` "tails" for r(X, c) :- body(X), "heads" for
+        r(c, Y) :- body(Y), ``body`` an atom (open) or closed body; best first (see :meth:`text`)."""
+        found = []
+        asked, other = ("tails", "heads") if tail_asked else ("heads", "tails")
+        open_, closed, _, _ = self.tables[asked]
+        for is_closed, incidence, table in ((False, self.bodies.open, open_), (True, self.bodies.closed_rows, closed)):
+            for body in incidence.indices[incidence.indptr[entity] : incidence.indptr[entity + 1]]:
+                conf = table[body, candidate]
+                if conf > 0:
+                    found.append(((asked, int(body), candidate, is_closed), float(conf)))
+        _, _, open_by_constant, closed_by_constant = self.tables[other]
+        for is_closed, incidence, by_constant in (
+            (False, self.bodies.open, open_by_constant),
+            (True, self.bodies.closed_rows, closed_by_constant),
+        ):
+            held = set(incidence.indices[incidence.indptr[candidate] : incidence.indptr[candidate + 1]].tolist())
+            lo, hi = by_constant.indptr[entity], by_constant.indptr[entity + 1]
+            for body, conf in zip(by_constant.indices[lo:hi], by_constant.data[lo:hi], strict=True):
+                if int(body) in held:
+                    found.append(((other, int(body), entity, is_closed), float(conf)))
+        return sorted(found, key=lambda rc: -rc[1])
+
+
+def text(bodies: Bodies, relation: str, rule: tuple[str, int, int, bool], names: list[str], arrow: str = " :- ") -> str:
+    """A rule of :meth:`Scorer.explain` or :func:`listing` written out: ``r(X, "c") :- s(X, "d")``, constants
+    double-quoted (Datalog); with ``arrow`` " <= " in AnyBURL's syntax (constants bare, no spaces)."""
+    side, body, constant, closed = rule
+    quote = (lambda e: names[e]) if arrow == " <= " else (lambda e: '"' + names[e].replace('"', '\\"') + '"')
+    variable = "X" if side == "tails" else "Y"
+    atom = int(bodies.closed_atom[body]) if closed else body
+    relation_of, back = bodies.atoms[atom]
+    other = quote(int(bodies.closed_constant[body])) if closed else ("A" if arrow == " <= " else "_")
+    sep = "," if arrow == " <= " else ", "
+    body_text = f"{relation_of}({other}{sep}{variable})" if back else f"{relation_of}({variable}{sep}{other})"
+    head = (
+        f"{relation}({variable}{sep}{quote(constant)})"
+        if side == "tails"
+        else f"{relation}({quote(constant)}{sep}{variable})"
+    )
+    return f"{head}{arrow}{body_text}"
+
+
+def listing(rules: ConstantRules, limit: int) -> list[tuple[tuple[str, int, int, bool], int, int, float]]:
+    """The ``limit`` rules of highest confidence (ties in a fixed order) as (rule, predicted, correct,
+    confidence), for a rule file."""
+    parts = []
+    for name, side in (("tails", rules.tails), ("heads", rules.heads)):
+        for closed, correct, predicted in (
+            (False, side.open, side.open_predicted),
+            (True, side.closed, side.closed_predicted),
+        ):
+            coo = correct.tocoo()
+            parts.append((name, closed, coo.row, coo.col, coo.data, predicted[coo.row]))
+    part = np.concatenate([np.full(p[2].size, k) for k, p in enumerate(parts)])
+    body, constant = np.concatenate([p[2] for p in parts]), np.concatenate([p[3] for p in parts])
+    correct, predicted = np.concatenate([p[4] for p in parts]), np.concatenate([p[5] for p in parts])
+    conf = correct / (predicted + UNSEEN)
+    order = np.lexsort((constant, body, part, -conf))[:limit]
+    return [
+        (
+            (parts[part[i]][0], int(body[i]), int(constant[i]), parts[part[i]][1]),
+            int(predicted[i]),
+            int(correct[i]),
+            float(conf[i]),
+        )
+        for i in order
+    ]
