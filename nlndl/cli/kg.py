@@ -166,8 +166,9 @@ def kg_predict_command(
     k: Annotated[int, typer.Option("-k", "--top", min=1, help="How many answers.")] = 10,
     json_out: JsonOption = False,
 ) -> None:
-    """The best answers to a query by the learned clauses, each with the clauses that derive it and their
-    confidences (the explanation), ranked as bench kg ranks (max-aggregation); known triples are marked."""
+    """The best answers to a query by the learned clauses and the rules with a constant, each with the rules
+    that derive it and their confidences (the explanation), ranked as bench kg ranks (max-aggregation); known
+    triples are marked."""
     from nlndl import jobs
 
     try:
@@ -178,7 +179,7 @@ def kg_predict_command(
         typer.echo(json.dumps({"query": query, "answers": [a.to_json() for a in answers]}, indent=2))
         return
     if not answers:
-        typer.echo(f"{query}: no clause derives an answer")
+        typer.echo(f"{query}: no rule derives an answer")
         return
     for rank, answer in enumerate(answers, start=1):
         known = "  (known)" if answer.known else ""
@@ -186,4 +187,4 @@ def kg_predict_command(
         for text, conf in answer.rules[:3]:
             typer.echo(f"       {conf:.3f}  {text}")
         if len(answer.rules) > 3:
-            typer.echo(f"       ... and {len(answer.rules) - 3} more clauses")
+            typer.echo(f"       ... and {len(answer.rules) - 3} more rules")
