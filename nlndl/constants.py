@@ -56,12 +56,6 @@ class Bodies:
         closed = sparse.csr_matrix((np.ones(row.size, np.float32), (row, column)), shape=(n, columns.size))
         return cls(atoms, open_, closed.tocsc(), closed, columns // max(n, 1), columns % max(n, 1))
 
-    def atom_text(self, k: int, variable: str, constant: str | None, names: list[str]) -> str:
-        """Atom ``k`` with ``variable`` as X and ``constant`` (an entity's name) or ``A`` as its other term."""
-        relation, back = self.atoms[k]
-        other = constant if constant is not None else "A"
-        return f"{relation}({other},{variable})" if back else f"{relation}({variable},{other})"
-
 
 @dataclass
 class Side:
@@ -165,15 +159,13 @@ class Scorer:
             held = incidence.indices[incidence.indptr[entity] : incidence.indptr[entity + 1]]
             at = _spans(table.indptr, held)  # the rules of the bodies that hold for entity: c the candidate
             np.maximum.at(out, table.indices[at], table.data[at])
+        # the rules whose constant is entity, applied to every entity their body holds for
         for incidence, by_constant in zip(self.columns, (open_by_constant, closed_by_constant), strict=True):
             lo, hi = by_constant.indptr[entity], by_constant.indptr[entity + 1]
-            bodies, conf = by_constant.indices[lo:hi], by_constant.data[lo:hi]
-            at = _spans(
-                incidence.indptr, bodies
-            )  # the rules whose constant is entity: every entity their body holds for
-            np.maximum.at(
-                out, incidence.indices[at], np.repeat(conf, incidence.indptr[bodies + 1] - incidence.indptr[bodies])
-            )
+            chosen, conf = by_constant.indices[lo:hi], by_constant.data[lo:hi]
+            at = _spans(incidence.indptr, chosen)
+            sizes = incidence.indptr[chosen + 1] - incidence.indptr[chosen]
+            np.maximum.at(out, incidence.indices[at], np.repeat(conf, sizes))
         return out
 
     def explain(self, entity: int, tail_asked: bool, candidate: int) -> list[tuple[tuple[str, int, int, bool], float]]:

@@ -14,7 +14,7 @@ from nlndl.cli import app
 from nlndl.compiler.crisp import BodyAtom, Rule
 from nlndl.engines import clingo_model
 from nlndl.kg import Graph, confidence, rule_pairs
-from nlndl.ranking import mean_rank, metrics, noisy_or, popularity, ranks
+from nlndl.ranking import mean_rank, metrics, noisy_or, popularity, ranks, ranks_of
 
 runner = CliRunner()
 
@@ -44,6 +44,20 @@ def test_ranks_ask_both_directions_and_filter_known_pairs():
     scores = sparse.csr_matrix(np.array([[0, 0.9, 0.8], [0, 0, 0.8], [0.7, 0, 0]]))
     found = ranks(scores, [(0, 2)], known={(0, 1), (0, 2)})
     assert found.tolist() == [1.0, 1.5]  # tail of 0: (0, 1) filtered out; head of 2: 0 tied with 1
+
+
+def test_further_scores_are_taken_where_higher_and_only_where_asked():
+    scores = sparse.csr_matrix(np.array([[0, 0.9, 0.3], [0, 0, 0.8], [0.7, 0, 0]]))
+    calls = []
+
+    def extra(entity: int, tail_asked: bool) -> np.ndarray:
+        calls.append((entity, tail_asked))
+        return np.array([0.0, 0.0, 0.95]) if tail_asked else np.zeros(3)
+
+    without, taken = ranks_of([(scores, False), (scores, True)], [(0, 2)], {(0, 2)}, extra=extra)
+    assert without.tolist() == ranks(scores, [(0, 2)], {(0, 2)}).tolist() == [2.0, 2.0]
+    assert taken.tolist() == [1.0, 2.0], "0.95 lifts 2 above 1 as a tail of 0; the head query is unchanged"
+    assert calls == [(0, True), (2, False)], "computed once a query, for both score matrices"
 
 
 def graph(tmp_path: Path) -> Path:

@@ -39,7 +39,7 @@ from nlndl.kg import (
     learn_graph,
     worker_processes,
 )
-from nlndl.ranking import Extra, Metrics, aggregate, metrics, popularity, ranks, ranks_of
+from nlndl.ranking import Extra, Metrics, aggregate, metrics, popularity, ranks_of
 
 
 def path_rules(graph: Graph, target: str, length: int = 2) -> list[tuple[str, sparse.csr_matrix, float]]:
@@ -152,21 +152,23 @@ def tested_relations(graph: Graph, relations: list[str], directory: Path, split:
     return tested
 
 
-def split_ranks(
+def split_ranks(graph: Graph, target: str, scores: sparse.csr_matrix, split: str = "test") -> np.ndarray:
+    """The ranks of ``target``'s triples of ``split`` by ``scores``, both ways: the other triples of every split
+    filtered, candidates of equal score ordered by the relation's popularity (:func:`nlndl.ranking.ranks`)."""
+    return split_ranks_of(graph, target, [(scores, False)], split)[0]
+
+
+def split_ranks_of(
     graph: Graph,
     target: str,
-    scores: sparse.csr_matrix | list[tuple[sparse.csr_matrix, bool]],
+    many: list[tuple[sparse.csr_matrix, bool]],
     split: str = "test",
     extra: Extra | None = None,
-) -> Any:
-    """The ranks of ``target``'s triples of ``split`` by ``scores``, both ways: the other triples of every split
-    filtered, candidates of equal score ordered by the relation's popularity (:func:`nlndl.ranking.ranks`).
-    Given a list of (scores, take ``extra`` in), one array of ranks each."""
+) -> list[np.ndarray]:
+    """:func:`split_ranks` of several score matrices, each with the scores of ``extra`` (the rules with a
+    constant) taken in or not (:func:`nlndl.ranking.ranks_of`)."""
     test = sorted(graph.pairs(target, (split,)))
-    known, prior = graph.pairs(target, SPLITS), popularity(graph.relation_matrix(target))
-    if isinstance(scores, list):
-        return ranks_of(scores, test, known, prior, extra)
-    return ranks(scores, test, known, prior, extra)
+    return ranks_of(many, test, graph.pairs(target, SPLITS), popularity(graph.relation_matrix(target)), extra)
 
 
 def evaluate_rules(
@@ -202,7 +204,7 @@ def nlndl_side(
     constant (``extra``; the ranks returned, by max-aggregation and by noisy-or), by the clauses alone and by
     the program alone, the program's rules with their confidence and their precision / recall on test."""
     target, n = learned.relation, len(graph.entities)
-    found, other, clauses, alone = split_ranks(
+    found, other, clauses, alone = split_ranks_of(
         graph,
         target,
         [
@@ -296,7 +298,7 @@ def _rank(
         constants = ConstantRules.mine(bodies, target, graph.relation_matrix(target))
         extra = constants.scorer(bodies)
         best = aggregate(confidences, (n, n), "max")
-        base, other, with_constants = split_ranks(
+        base, other, with_constants = split_ranks_of(
             graph,
             target,
             [(best, False), (aggregate(confidences, (n, n), "noisy-or"), False), (best, True)],
