@@ -35,7 +35,7 @@ NOISE_PATIENCE = 200  # with --noise: iterations without a better candidate befo
 # knowledge graphs (kg sketch, kg train, bench kg)
 KG_NEGATIVES = 2  # corrupted triples per positive
 KG_VARS = 3  # variables of a learned clause
-KG_TIME_LIMIT = 120.0  # seconds of training per relation at most: the clause pool stops it sooner (KG_POOL_PATIENCE)
+KG_TIME_LIMIT = 60.0  # seconds of training per relation at most: the clause pool stops it sooner (KG_POOL_PATIENCE)
 KG_NOISE = 0.1  # accept a relation's rules wrong on at most this fraction of each class
 KG_PATIENCE = MAX_ITERS  # iterations an accepted program may go unimproved: the clause pool decides instead
 KG_JOBS = 0  # relations learned at once by worker processes: 0, one per core (nlndl.workers)
