@@ -13,7 +13,7 @@ outrank one seen a hundred times). They are counted, not learned: one sparse pro
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import sparse
@@ -33,6 +33,12 @@ class Bodies:
     closed_rows: sparse.csr_matrix  # the same, by entity
     closed_atom: np.ndarray  # closed body -> its atom
     closed_constant: np.ndarray  # closed body -> d
+    open_count: np.ndarray = field(init=False)  # per atom, the entities it holds for
+    closed_count: np.ndarray = field(init=False)  # per closed body, the same
+
+    def __post_init__(self) -> None:
+        self.open_count = np.asarray(self.open.sum(axis=0)).ravel()
+        self.closed_count = np.asarray(self.closed_rows.sum(axis=0)).ravel()
 
     @classmethod
     def of(cls, matrices: dict[str, sparse.csr_matrix]) -> Bodies:
@@ -79,12 +85,7 @@ class Side:
         closed = sparse.csr_matrix(
             (closed.data[keep], (closed.row[keep], closed.col[keep])), shape=closed.shape, dtype=np.float64
         )
-        return cls(
-            open_,
-            closed,
-            np.asarray(bodies.open.sum(axis=0)).ravel(),
-            np.asarray(bodies.closed_rows.sum(axis=0)).ravel(),
-        )
+        return cls(open_, closed, bodies.open_count, bodies.closed_count)
 
     def confidences(self) -> tuple[sparse.csr_matrix, sparse.csr_matrix]:
         """(open, closed) confidence tables: correct / (predicted + UNSEEN)."""

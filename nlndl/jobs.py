@@ -669,14 +669,12 @@ def _write_kg(
 ) -> KGTraining:
     """Rank 0's half of :func:`train_kg`: the learned relations written as one program, its closure checked."""
     from nlndl import kg_export
-    from nlndl.constants import Bodies
 
     origin = Path(directory).name
-    bodies = Bodies.of({r: graph.relation_matrix(r) for r in graph.relations})
     texts = {
         "rules.dl": kg_export.souffle_text(learned, origin),
         "rules.lp": kg_export.clingo_text(learned, origin),
-        "rules.tsv": kg_export.anyburl_text(learned, graph, bodies, KG_CONSTANT_RULES),
+        "rules.tsv": kg_export.anyburl_text(learned, graph, KG_CONSTANT_RULES),
         "facts.lp": kg_export.clingo_facts(graph, learned),
         **kg_export.fact_files(graph, learned),
     }

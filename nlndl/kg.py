@@ -23,6 +23,7 @@ from nlndl.compiler import SketchText, compile_sketch
 from nlndl.compiler.crisp import BodyAtom, Rule, evaluate
 from nlndl.compiler.diagnostics import CompileError, Diagnostics
 from nlndl.compiler.triples import FACT, KGSketch, Triple, kg_sketch, read_splits
+from nlndl.constants import Bodies
 from nlndl.datalog import render
 from nlndl.defaults import (
     COMPILE_MEMORY_BYTES,
@@ -61,6 +62,7 @@ class Graph:
     triples: dict[str, list[Triple]]  # per split, as read
     splits: dict[str, dict[str, list[tuple[int, int]]]] = field(default_factory=dict)
     matrices: dict[str, sparse.csr_matrix] = field(default_factory=dict, repr=False)  # see relation_matrix
+    one_atom_bodies: Bodies | None = field(default=None, repr=False)  # see bodies
 
     @classmethod
     def read(cls, directory: Path, memory_limit: int | None = None) -> Graph:
@@ -92,6 +94,12 @@ class Graph:
         if cached is None:
             cached = self.matrices[relation] = self.matrix(self.pairs(relation, KNOWN))
         return cached
+
+    def bodies(self) -> Bodies:
+        """Per entity, the one-atom bodies that hold for it (the rules with a constant read them), built once."""
+        if self.one_atom_bodies is None:
+            self.one_atom_bodies = Bodies.of({r: self.relation_matrix(r) for r in self.relations})
+        return self.one_atom_bodies
 
     def matrix(self, pairs: set[tuple[int, int]]) -> sparse.csr_matrix:
         n = len(self.entities)
@@ -497,7 +505,7 @@ def predict(graph: Graph, record: dict[str, Any], entity: str, tail_asked: bool,
     clauses ``record`` (one relation of kg train's rules.json) holds and the relation's rules with a constant
     (nlndl.constants, mined again from the graph), each with the rules that derive it: every clause, and the
     ``EXPLAINED`` best rules with a constant."""
-    from nlndl.constants import Bodies, ConstantRules, text
+    from nlndl.constants import ConstantRules, text
     from nlndl.ranking import max_aggregate
 
     sources = {str(a): str(b) for a, b in record["sources"].items()}
@@ -510,7 +518,7 @@ def predict(graph: Graph, record: dict[str, Any], entity: str, tail_asked: bool,
     n = len(graph.entities)
     scores = max_aggregate([(row, c) for row, (_, c, _) in zip(rows, clauses, strict=True)], (1, n)).toarray().ravel()
     relation = record["relation"]
-    bodies = Bodies.of({r: graph.relation_matrix(r) for r in graph.relations})
+    bodies = graph.bodies()
     constants = ConstantRules.mine(bodies, relation, graph.relation_matrix(relation)).scorer(bodies)
     scores = np.maximum(scores, constants(at, tail_asked))
     known = graph.pairs(relation, KNOWN)

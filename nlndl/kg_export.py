@@ -12,7 +12,7 @@ from __future__ import annotations
 from nlndl import __version__
 from nlndl.compiler.crisp import Rule
 from nlndl.compiler.triples import comment, quote
-from nlndl.constants import Bodies, ConstantRules, listing, text
+from nlndl.constants import ConstantRules, listing, text
 from nlndl.datalog import Names, render
 from nlndl.kg import KNOWN, Graph, RelationRules
 
@@ -99,19 +99,18 @@ def anyburl_rule(rule: Rule, one: RelationRules) -> str:
     return f"{head} <= {', '.join(body)}"
 
 
-def anyburl_text(
-    learned: list[RelationRules], graph: Graph | None = None, bodies: Bodies | None = None, limit: int = 0
-) -> str:
+def anyburl_text(learned: list[RelationRules], graph: Graph | None = None, limit: int = 0) -> str:
     """Every clause that ranks, one a line in AnyBURL's format (``predicted<TAB>correct<TAB>confidence<TAB>rule``,
     which PyClause reads): predicted, the pairs its body derives on the known triples; correct, the known ones
-    among them; by confidence, best first. With ``graph`` and ``bodies``, also each relation's ``limit`` best
+    among them; by confidence, best first. With ``graph``, also each relation's ``limit`` best
     rules with a constant (nlndl.constants), constants written as the graph names them."""
     rows = []
     for one in learned:
         for rule, conf in one.clauses:
             counts = one.counts(rule, conf)
             rows.append((-conf, f"{counts['predicted']}\t{counts['correct']}\t{conf:.6f}\t{anyburl_rule(rule, one)}"))
-        if graph is not None and bodies is not None and limit:
+        if graph is not None and limit:
+            bodies = graph.bodies()
             mined = ConstantRules.mine(bodies, one.relation, graph.relation_matrix(one.relation))
             for rule, predicted, correct, conf in listing(mined, limit):
                 written = text(bodies, one.relation, rule, graph.entities, arrow=" <= ")

@@ -146,12 +146,13 @@ def ranks_of(
     columns = [m.tocsc() for m, _ in many]
     tails, heads = prior if prior is not None else (None, None)
     out: list[list[float]] = [[] for _ in many]
+    wanted = extra is not None and any(use for _, use in many)
     for h, t in test:
         for entity, answer, tail_asked, filtered, order in (
             (h, t, True, by_head.get(h, []), tails),
             (t, h, False, by_tail.get(t, []), heads),
         ):
-            more = extra(entity, tail_asked) if extra is not None and any(use for _, use in many) else None
+            more = extra(entity, tail_asked) if wanted else None
             filtered = np.array(filtered, dtype=np.int64)
             for k, ((scores, use), by_column) in enumerate(zip(many, columns, strict=True)):
                 line = scores.getrow(entity) if tail_asked else by_column.getcol(entity).T

@@ -25,7 +25,7 @@ from scipy import sparse
 
 from nlndl.compiler.join import sorted_join
 from nlndl.compiler.triples import QUERY_SHARE, SPLITS, split_path, standard_layout
-from nlndl.constants import MIN_CORRECT, UNSEEN, Bodies, ConstantRules
+from nlndl.constants import MIN_CORRECT, UNSEEN, ConstantRules
 from nlndl.distributed import process_rank
 from nlndl.errors import JobError
 from nlndl.kg import (
@@ -204,13 +204,14 @@ def nlndl_side(
     constant (``extra``; the ranks returned, by max-aggregation and by noisy-or), by the clauses alone and by
     the program alone, the program's rules with their confidence and their precision / recall on test."""
     target, n = learned.relation, len(graph.entities)
+    best = learned.scores((n, n))
     found, other, clauses, alone = split_ranks_of(
         graph,
         target,
         [
-            (learned.scores((n, n)), True),
+            (best, True),
             (learned.scores((n, n), how="noisy-or"), True),
-            (learned.scores((n, n)), False),
+            (best, False),
             (learned.scores((n, n), clauses=False), False),
         ],
         split,
@@ -288,7 +289,7 @@ def _rank(
     rows, alone_all = [], []
     totals: dict[str, list[np.ndarray]] = {k: [] for k in ("base", "base_or", "base_const", "nln", "nln_or", "clauses")}
     n = len(graph.entities)
-    bodies = Bodies.of({r: graph.relation_matrix(r) for r in graph.relations})
+    bodies = graph.bodies()
     for target in chosen:
         if progress and not learn:
             progress(target)
