@@ -41,7 +41,8 @@ KG_PATIENCE = MAX_ITERS  # iterations an accepted program may go unimproved: the
 KG_JOBS = 0  # relations learned at once by worker processes: 0, one per core (nlndl.workers)
 KG_BODY = 32  # relations a clause body reads at most: the ones whose short paths best tell positives from negatives
 KG_ENTRIES = 2**26  # index entries (substitutions x candidate atoms) past which a relation is learned under prune=path
-KG_CONSTANT_RULES = 10_000  # rules with a constant written to rules.tsv per relation, best first (all rank)
+KG_COUNTED_RULES = 10_000  # counted rules of each kind (paths, with a constant) in rules.tsv per relation (all rank)
+KG_PATH_LENGTH = 3  # the longest counted path rule (nlndl.paths), in body atoms: ranked beside the learned clauses
 KG_POOL_PATIENCE = 400  # iterations without a new clause read out, after which a relation's training stops
 
 # LDPC decoders (nlndl ldpc train, bench ldpc)

@@ -22,7 +22,7 @@ from nlndl.compiler.tanner import MatrixError, TannerGraph, read_matrix, regular
 from nlndl.compiler.triples import KGSketch, kg_sketch
 from nlndl.defaults import (
     CLASS_WEIGHTS,
-    KG_CONSTANT_RULES,
+    KG_COUNTED_RULES,
     KG_NEGATIVES,
     KG_VARS,
     MAX_ITERS,
@@ -674,7 +674,7 @@ def _write_kg(
     texts = {
         "rules.dl": kg_export.souffle_text(learned, origin),
         "rules.lp": kg_export.clingo_text(learned, origin),
-        "rules.tsv": kg_export.anyburl_text(learned, graph, KG_CONSTANT_RULES),
+        "rules.tsv": kg_export.anyburl_text(learned, graph, KG_COUNTED_RULES, config.seed),
         "facts.lp": kg_export.clingo_facts(graph, learned),
         **kg_export.fact_files(graph, learned),
     }
@@ -739,7 +739,8 @@ def predict_kg(output: Path, query: str, k: int = 10, memory_limit: int = DEFAUL
     graph = Graph.read(data, memory_limit)
     if entity not in graph.index:
         raise JobError(f"{data}: error: no entity {entity!r} in the graph")
-    return predict(graph, relations[relation], entity, tail_asked, k)
+    seed = int(record.get("config", {}).get("seed", 0))  # the counted rules are found as training found them
+    return predict(graph, relations[relation], entity, tail_asked, k, seed)
 
 
 def closure_agrees(graph: object, learned: list, clingo_program: str) -> tuple[int, bool]:

@@ -49,7 +49,7 @@ from nlndl.verify import Score
 from nlndl.workers import learn_in_workers, one_thread, worker_count
 
 KNOWN = ("facts", "train")  # the splits rules read and confidences count on
-EXPLAINED = 5  # rules with a constant listed per predicted answer, best first
+EXPLAINED = 5  # counted rules (paths, and rules with a constant) listed per predicted answer, best first
 MIN_SUPPORT = 1  # known triples a clause must derive to rank anything
 
 
@@ -95,10 +95,14 @@ class Graph:
             cached = self.matrices[relation] = self.matrix(self.pairs(relation, KNOWN))
         return cached
 
+    def known_matrices(self) -> dict[str, sparse.csr_matrix]:
+        """Every relation's :meth:`relation_matrix`, by name."""
+        return {r: self.relation_matrix(r) for r in self.relations}
+
     def bodies(self) -> Bodies:
         """Per entity, the one-atom bodies that hold for it (the rules with a constant read them), built once."""
         if self.one_atom_bodies is None:
-            self.one_atom_bodies = Bodies.of({r: self.relation_matrix(r) for r in self.relations})
+            self.one_atom_bodies = Bodies.of(self.known_matrices())
         return self.one_atom_bodies
 
     def matrix(self, pairs: set[tuple[int, int]]) -> sparse.csr_matrix:
@@ -156,6 +160,16 @@ def chain(rule: Rule) -> list[tuple[str, bool]] | None:
         seen.add(other)
         at = other
     return path if at == end else None
+
+
+def chains_of(rules: list[Rule], sources: dict[str, str]) -> set[tuple[tuple[str, bool], ...]]:
+    """The path atoms (:func:`chain`) of those of ``rules`` that are paths, named as the graph names them."""
+    out = set()
+    for rule in rules:
+        path = chain(rule)
+        if path is not None:
+            out.add(tuple((sources.get(p, p), back) for p, back in path))
+    return out
 
 
 def restates(rule: Rule, target: str, sources: dict[str, str]) -> bool:
@@ -269,6 +283,11 @@ class RelationRules:
         of the clauses (or the program's rules) deriving it."""
         chosen = self.clauses if clauses else self.program
         return aggregate([(self.pairs[r], c) for r, c in chosen], shape, how)
+
+    def chains(self) -> set[tuple[tuple[str, bool], ...]]:
+        """The clauses that are path rules, as :class:`nlndl.paths.PathRule` atoms over the graph's relations:
+        a counted path rule among them is not counted twice."""
+        return chains_of([r for r, _ in self.clauses], self.sources)
 
     def counts(self, rule: Rule, confidence: float) -> dict[str, int]:
         """The pairs ``rule`` (of that ``confidence``) derives on the known triples (predicted) and the known ones
@@ -500,24 +519,35 @@ class Prediction:
         }
 
 
-def predict(graph: Graph, record: dict[str, Any], entity: str, tail_asked: bool, k: int = 10) -> list[Prediction]:
+def predict(
+    graph: Graph, record: dict[str, Any], entity: str, tail_asked: bool, k: int = 10, seed: int = 0
+) -> list[Prediction]:
     """The ``k`` best answers to ``relation(entity, ?)`` (``tail_asked``) or ``relation(?, entity)``, by the
-    clauses ``record`` (one relation of kg train's rules.json) holds and the relation's rules with a constant
-    (nlndl.constants, mined again from the graph), each with the rules that derive it: every clause, and the
-    ``EXPLAINED`` best rules with a constant."""
+    clauses ``record`` (one relation of kg train's rules.json) holds and the relation's counted rules, mined
+    again from the graph (with the ``seed`` it was learned with): path rules (nlndl.paths) that no clause
+    restates, and rules with a constant (nlndl.constants). Each answer comes with the rules that derive it:
+    every clause, and of each kind of counted rule the ``EXPLAINED`` best."""
+    from nlndl import paths
     from nlndl.constants import ConstantRules, text
     from nlndl.ranking import max_aggregate
 
     sources = {str(a): str(b) for a, b in record["sources"].items()}
     clauses = [(rule_from_json(c["clause"]), float(c["confidence"]), c["rule"]) for c in record["clauses"]]
-    at = graph.index[entity]
-    rows = []
-    for pairs in rule_pairs(graph, [r for r, _, _ in clauses], sources):
-        line = pairs.getrow(at) if tail_asked else pairs.getcol(at).T.tocsr()
-        rows.append(boolean(line))
-    n = len(graph.entities)
-    scores = max_aggregate([(row, c) for row, (_, c, _) in zip(rows, clauses, strict=True)], (1, n)).toarray().ravel()
     relation = record["relation"]
+    at = graph.index[entity]
+
+    def line(pairs: sparse.csr_matrix) -> sparse.csr_matrix:
+        return boolean(pairs.getrow(at) if tail_asked else pairs.getcol(at).T.tocsr())
+
+    derived = rule_pairs(graph, [r for r, _, _ in clauses], sources)
+    rows = [(line(p), c, t) for p, (_, c, t) in zip(derived, clauses, strict=True)]
+    restated = chains_of([r for r, _, _ in clauses], sources)
+    counted = []
+    for rule in paths.each(graph.known_matrices(), relation, paths.LENGTH, seed):
+        if rule.atoms not in restated and (row := line(rule.pairs)).nnz:
+            counted.append((row, rule.confidence, rule.text(relation)))
+    n = len(graph.entities)
+    scores = max_aggregate([(row, c) for row, c, _ in rows + counted], (1, n)).toarray().ravel()
     bodies = graph.bodies()
     constants = ConstantRules.mine(bodies, relation, graph.relation_matrix(relation)).scorer(bodies)
     scores = np.maximum(scores, constants(at, tail_asked))
@@ -525,7 +555,8 @@ def predict(graph: Graph, record: dict[str, Any], entity: str, tail_asked: bool,
     order = [int(i) for i in np.argsort(-scores, kind="stable") if scores[i] > 0][:k]
     out = []
     for other in order:
-        why = [(t, c) for row, (_, c, t) in zip(rows, clauses, strict=True) if row[0, other]]
+        why = [(t, c) for row, c, t in rows if row[0, other]]
+        why += sorted(((t, c) for row, c, t in counted if row[0, other]), key=lambda tc: -tc[1])[:EXPLAINED]
         why += [
             (text(bodies, relation, rule, graph.entities), c) for rule, c in constants.explain(at, tail_asked, other)
         ]

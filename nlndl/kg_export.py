@@ -9,12 +9,13 @@ engines (:class:`nlndl.datalog.Names`): a relation such as ``Term0`` becomes ``r
 
 from __future__ import annotations
 
-from nlndl import __version__
+from nlndl import __version__, paths
 from nlndl.compiler.crisp import Rule
 from nlndl.compiler.triples import comment, quote
 from nlndl.constants import ConstantRules, listing, text
 from nlndl.datalog import Names, render
 from nlndl.kg import KNOWN, Graph, RelationRules
+from nlndl.paths import LENGTH
 
 
 def sources(learned: list[RelationRules]) -> dict[str, str]:
@@ -99,17 +100,27 @@ def anyburl_rule(rule: Rule, one: RelationRules) -> str:
     return f"{head} <= {', '.join(body)}"
 
 
-def anyburl_text(learned: list[RelationRules], graph: Graph | None = None, limit: int = 0) -> str:
+def anyburl_text(
+    learned: list[RelationRules], graph: Graph | None = None, limit: int = 0, seed: int = 0, length: int = LENGTH
+) -> str:
     """Every clause that ranks, one a line in AnyBURL's format (``predicted<TAB>correct<TAB>confidence<TAB>rule``,
     which PyClause reads): predicted, the pairs its body derives on the known triples; correct, the known ones
-    among them; by confidence, best first. With ``graph``, also each relation's ``limit`` best
-    rules with a constant (nlndl.constants), constants written as the graph names them."""
+    among them; by confidence, best first. With ``graph``, also each relation's ``limit`` best counted rules
+    of each kind: path rules of up to ``length`` atoms that no clause restates (nlndl.paths, found with
+    ``seed``) and rules with a constant (nlndl.constants), constants written as the graph names them."""
     rows = []
     for one in learned:
         for rule, conf in one.clauses:
             counts = one.counts(rule, conf)
             rows.append((-conf, f"{counts['predicted']}\t{counts['correct']}\t{conf:.6f}\t{anyburl_rule(rule, one)}"))
         if graph is not None and limit:
+            restated = one.chains()
+            counted = [  # each body let go as soon as it is counted
+                (-r.confidence, f"{r.predicted}\t{r.correct}\t{r.confidence:.6f}\t{r.text(one.relation, ' <= ')}")
+                for r in paths.each(graph.known_matrices(), one.relation, length, seed)
+                if r.atoms not in restated
+            ]
+            rows += sorted(counted, key=lambda row: row[0])[:limit]
             bodies = graph.bodies()
             mined = ConstantRules.mine(bodies, one.relation, graph.relation_matrix(one.relation))
             for rule, predicted, correct, conf in listing(mined, limit):

@@ -112,6 +112,79 @@ def aggregate(rules: list[tuple[Pairs, float]], shape: tuple[int, int], how: str
     return max_aggregate(rules, shape) if how == "max" else noisy_or(rules, shape)
 
 
+class Aggregate:
+    """:func:`aggregate` taken rule by rule, so that no more than a buffer of derived pairs is held: each rule's
+    pairs are added with its confidence, and reduced per pair (best confidence, noisy-or) now and then. With
+    ``rows`` and ``columns`` only those rows and columns of the scores are kept: the ones a ranking reads
+    (the heads and tails of the triples it asks about)."""
+
+    BUFFER = 8_000_000  # derived pairs held before they are reduced
+
+    def __init__(self, shape: tuple[int, int], rows: np.ndarray | None = None, columns: np.ndarray | None = None):
+        self.shape = shape
+        self.keys: list[np.ndarray] = []
+        self.best: list[np.ndarray] = []
+        self.log_miss: list[np.ndarray] = []
+        self.held = 0
+        self.select = None
+        if rows is not None and columns is not None:
+            self.select = (_selector(rows, shape[0]), _selector(columns, shape[1]))
+
+    def kept(self, pairs: Pairs) -> Pairs:
+        """The part of ``pairs`` in the kept rows and columns (all of it without a selection)."""
+        if self.select is None:
+            return pairs
+        rows, columns = self.select
+        return (rows @ pairs + pairs @ columns).tocsr()
+
+    def add(self, pairs: Pairs, confidence: float, kept: bool = False) -> None:
+        """Take in a rule deriving the nonzero pairs of ``pairs`` (already :meth:`kept`, if ``kept``)."""
+        if confidence <= 0:
+            return
+        part = (pairs if kept else self.kept(pairs)).tocoo()
+        keys = part.row.astype(np.int64) * self.shape[1] + part.col
+        if not keys.size:
+            return
+        keys = np.unique(keys)
+        self.keys.append(keys)
+        self.best.append(np.full(keys.size, confidence))
+        self.log_miss.append(np.full(keys.size, np.log1p(-min(confidence, 1 - 1e-9))))
+        self.held += keys.size
+        if self.held > self.BUFFER:
+            self._reduce()
+
+    def _reduce(self) -> None:
+        if len(self.keys) <= 1:
+            return
+        keys, best, log_miss = (np.concatenate(x) for x in (self.keys, self.best, self.log_miss))
+        order = np.argsort(keys, kind="stable")
+        keys, best, log_miss = keys[order], best[order], log_miss[order]
+        starts = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
+        self.keys = [keys[starts]]
+        self.best = [np.maximum.reduceat(best, starts)]
+        self.log_miss = [np.add.reduceat(log_miss, starts)]
+        self.held = starts.size
+
+    def scores(self, how: str = "max") -> sparse.csr_matrix:
+        """Per (head, tail), as :func:`aggregate` gives them for the rules added."""
+        if how not in AGGREGATIONS:
+            raise ValueError(f"aggregation must be one of {', '.join(AGGREGATIONS)}, not {how!r}")
+        self._reduce()
+        if not self.keys:
+            return sparse.csr_matrix(self.shape, dtype=np.float64)
+        keys = self.keys[0]
+        either = -np.expm1(self.log_miss[0])
+        values = self.best[0] + TIE_BREAK * either if how == "max" else either
+        rows, cols = np.divmod(keys, self.shape[1])
+        return sparse.csr_matrix((values, (rows, cols)), shape=self.shape)
+
+
+def _selector(entities: np.ndarray, n: int) -> sparse.csr_matrix:
+    """The n x n diagonal 0/1 matrix of ``entities``: multiplying by it keeps their rows (or columns)."""
+    chosen = np.unique(np.asarray(entities, dtype=np.int64))
+    return sparse.csr_matrix((np.ones(chosen.size, np.float32), (chosen, chosen)), shape=(n, n))
+
+
 Extra = Callable[[int, bool], np.ndarray]  # (entity asked about, tail asked) -> a score per candidate
 
 

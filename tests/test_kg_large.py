@@ -90,7 +90,7 @@ def test_a_relation_past_the_budget_is_learned_under_path_pruning(tmp_path):
 def test_the_baseline_multiplies_only_the_paths_that_join_a_known_pair():
     from scipy import sparse
 
-    from nlndl.bench.kg import supported_paths
+    from nlndl.paths import Edges, atom_matrices, two_atom_paths
 
     rng = np.random.default_rng(3)
     n = 30
@@ -99,9 +99,10 @@ def test_the_baseline_multiplies_only_the_paths_that_join_a_known_pair():
         h, t = rng.integers(n, size=(2, edges))
         return sparse.csr_matrix((np.ones(edges, dtype=np.float32), (h, t)), shape=(n, n))
 
-    atoms = [relation(int(rng.integers(1, 40))) for _ in range(6)]
+    atoms = [m for _, m in atom_matrices({name: relation(int(rng.integers(1, 40))) for name in "pqs"})]
     known = relation(25)
-    found = supported_paths(known, atoms, chunk=7)
+    heads, tails = (np.asarray(x, np.int64) for x in known.nonzero())
+    found = two_atom_paths(Edges(atoms, n), heads, tails)
     brute = {
         (i, j) for i, a in enumerate(atoms) for j, b in enumerate(atoms) if (a @ b).multiply(known).count_nonzero()
     }

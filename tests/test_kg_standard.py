@@ -100,15 +100,17 @@ def test_many_paths_between_two_entities_count_once():
 
 
 def test_the_baseline_keeps_a_rule_whose_pairs_are_joined_by_hundreds_of_paths(tmp_path):
-    rows = [f"a\tp\tm{i}" for i in range(200)] + [f"m{i}\tq\tb" for i in range(200)] + ["a\tr\tb"]
+    rows = []
+    for a, b in (("a", "b"), ("c", "d")):  # two pairs: a rule must derive 2 known ones
+        rows += [f"{a}\tp\tm{i}" for i in range(200)] + [f"m{i}\tq\t{b}" for i in range(200)] + [f"{a}\tr\t{b}"]
     directory = tmp_path / "dense"
     directory.mkdir()
     (directory / "train.txt").write_text("".join(r + "\n" for r in rows))
     graph = Graph.read(directory)
-    texts = [text for text, _, _ in bench.path_rules(graph, "r")]
-    assert "r(X,Y) :- p(X,Z), q(Z,Y)" in texts
+    texts = [text for text, _, _ in bench.path_rules(graph, "r", 2)]
+    assert "r(X,Y) :- p(X,A), q(A,Y)" in texts
     long = [text for text, _, _ in bench.path_rules(graph, "r", 3)]
-    assert set(texts) < set(long)
+    assert set(texts) <= set(long)
 
 
 def test_max_aggregation_ranks_by_the_best_rule_then_by_the_others():
@@ -144,7 +146,7 @@ def test_kg_train_writes_the_anyburl_rule_list_and_predicts_with_explanations(tm
     assert lines and all(len(line.split("\t")) == 4 for line in lines)
     predicted, correct, conf, rule = lines[0].split("\t")
     assert int(correct) <= int(predicted) and float(conf) == pytest.approx(int(correct) / int(predicted), abs=1e-4)
-    assert rule.startswith("aunt(X,Y) <= ") and "sister(" in rule
+    assert rule.startswith("aunt(X,Y) <= ") and any("sister(X,A)" in line for line in lines[:4])
     record = json.loads((out / "rules.json").read_text())
     assert (out / record["data"]).resolve() == directory.resolve()
     asked = runner.invoke(app, ["kg", "predict", str(out), "--query", "aunt(s8, ?)", "-k", "3", "--json"])
@@ -221,6 +223,7 @@ def test_bench_kg_ranks_with_rules_with_a_constant_and_without_them(tmp_path):
     """Twelve writers make writer the likelier answer by popularity alone; the film credit says actor."""
     report = tmp_path / "r.json"
     args = ["bench", "kg", str(films(tmp_path / "films", writers=12)), "--relation", "profession", "--time-limit", "5"]
+    args += ["--path-length", "2"]  # three atoms find actor through a fellow actor's profession
     result = runner.invoke(app, [*args, "--record", str(report), "-q"])
     assert result.exit_code == 0, result.output
     data = json.loads(report.read_text())
@@ -229,3 +232,35 @@ def test_bench_kg_ranks_with_rules_with_a_constant_and_without_them(tmp_path):
     (row,) = data["relations"]
     assert row["constant_rules"] > 0 and row["nlndl"]["clauses_alone"]["mrr"] == data["nlndl_clauses"]["mrr"]
     assert "correct / (predicted + 5)" in data["protocol"]["constants"]
+
+
+def chains(directory: Path, n: int = 10) -> Path:
+    """r(x, y) wherever p, q and s lead from x to y: a path of three atoms, which a clause of three variables
+    cannot say; the last two are the test triples."""
+    directory.mkdir()
+    train = [f"x{i}\tp\ta{i}\na{i}\tq\tb{i}\nb{i}\ts\ty{i}\n" for i in range(n)]
+    train += [f"x{i}\tr\ty{i}\n" for i in range(n - 2)]
+    (directory / "train.txt").write_text("".join(train))
+    (directory / "test.txt").write_text("".join(f"x{i}\tr\ty{i}\n" for i in range(n - 2, n)))
+    return directory
+
+
+def test_counted_paths_of_three_atoms_rank_beside_the_clauses_and_explain_predictions(tmp_path):
+    directory = chains(tmp_path / "chains")
+    report = tmp_path / "r.json"
+    args = ["bench", "kg", str(directory), "--relation", "r", "--time-limit", "5", "--record", str(report), "-q"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    data = json.loads(report.read_text())
+    assert data["nlndl"]["mrr"] == 1.0 > data["nlndl_clauses"]["mrr"]
+    assert data["path_length"] == 3 and "object identity" in data["protocol"]["paths"]
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["kg", "train", str(directory), "-D", str(out), "--relation", "r", *QUICK, "-q"])
+    assert result.exit_code == 0, result.output
+    lines = (out / "rules.tsv").read_text().splitlines()
+    assert "10\t8\t0.800000\tr(X,Y) <= p(X,A), q(A,B), s(B,Y)" in lines, lines[:5]
+    asked = runner.invoke(app, ["kg", "predict", str(out), "--query", "r(x8, ?)", "-k", "1", "--json"])
+    assert asked.exit_code == 0, asked.output
+    (answer,) = json.loads(asked.output)["answers"]
+    assert answer["entity"] == "y8" and not answer["known"]
+    assert {"rule": "r(X,Y) :- p(X,A), q(A,B), s(B,Y)", "confidence": 0.8} in answer["rules"]

@@ -78,7 +78,7 @@ def graph(tmp_path: Path) -> Path:
 def test_the_baseline_mines_sister_of_parent_and_ranks_the_held_out_triples_first(tmp_path):
     g = Graph.read(graph(tmp_path))
     mined = {text: conf for text, _, conf in kg.path_rules(g, "aunt")}
-    assert mined["aunt(X,Y) :- sister(X,Z), parent(Z,Y)"] == 12 / 16  # the test pairs are not known
+    assert mined["aunt(X,Y) :- sister(X,A), parent(A,Y)"] == 12 / 16  # the test pairs are not known
     m = kg.baseline(g, "aunt")
     assert m.queries == 8 and m.mrr == 1.0
 

@@ -23,92 +23,28 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-from nlndl.compiler.join import sorted_join
+from nlndl import paths
 from nlndl.compiler.triples import QUERY_SHARE, SPLITS, split_path, standard_layout
 from nlndl.constants import MIN_CORRECT, UNSEEN, ConstantRules
 from nlndl.distributed import process_rank
 from nlndl.errors import JobError
 from nlndl.kg import (
-    MIN_SUPPORT,
     Graph,
     KGConfig,
     RelationRules,
-    boolean,
     checked_relations,
-    confidence,
     learn_graph,
     worker_processes,
 )
-from nlndl.ranking import Extra, Metrics, aggregate, metrics, popularity, ranks_of
+from nlndl.paths import LENGTH, SAMPLE, THREE_ATOM_PATHS
+from nlndl.paths import MIN_CORRECT as PATH_MIN_CORRECT
+from nlndl.ranking import Aggregate, Extra, Metrics, aggregate, metrics, popularity, ranks_of
 
 
-def path_rules(graph: Graph, target: str, length: int = 2) -> list[tuple[str, sparse.csr_matrix, float]]:
-    """The baseline's rules for ``target``: (text, derived pairs, confidence), mined on facts + train: every
-    path of up to ``length`` atoms (1 to 3), each atom read either way. Paths are multiplied as float32 0/1
-    matrices, so a pair joined by any number of paths counts once."""
-    known = graph.relation_matrix(target)
-    atoms = []
-    for p in graph.relations:
-        a = graph.relation_matrix(p)
-        atoms += [(p, False, a), (p, True, a.T.tocsr())]
-    out = []
-
-    def text(path: list[tuple[str, bool]]) -> str:
-        names = ["X", *"ZWV"[: len(path) - 1], "Y"]
-        return ", ".join(
-            f"{p}({names[i + 1]},{names[i]})" if back else f"{p}({names[i]},{names[i + 1]})"
-            for i, (p, back) in enumerate(path)
-        )
-
-    def keep(path: list[tuple[str, bool]], body: sparse.csr_matrix) -> None:
-        conf, support = confidence(body, known)
-        if support >= MIN_SUPPORT:
-            out.append((f"{target}(X,Y) :- {text(path)}", body, conf))
-
-    for p, back, a in atoms:
-        if not (p == target and not back):  # r(X,Y) :- r(X,Y) derives only what is known
-            keep([(p, back)], a)
-    if length < 2:
-        return out
-    supported = supported_paths(known, [m for _, _, m in atoms]) if length == 2 else None
-    for i, (p, pb, a) in enumerate(atoms):
-        for j, (q, qb, b) in enumerate(atoms):
-            if supported is not None and (i, j) not in supported:
-                continue  # derives no known pair: keep() would leave it out
-            body = boolean(a @ b)
-            keep([(p, pb), (q, qb)], body)
-            if length < 3 or not body.nnz:
-                continue
-            for r, rb, c in atoms:
-                keep([(p, pb), (q, qb), (r, rb)], boolean(body @ c))
-    return out
-
-
-def supported_paths(
-    known: sparse.csr_matrix, atoms: list[sparse.csr_matrix], chunk: int = 4096
-) -> set[tuple[int, int]]:
-    """The paths (i, j) of two atoms, ``atoms[i]`` then ``atoms[j]``, that join some known pair: found from the
-    known pairs outwards (the edges leaving each head met with those entering its tail, sorted joins), so
-    that only those paths are multiplied out; a graph of 237 relations has 224,676 paths and most join
-    nothing."""
-    n = known.shape[0]
-    coo = [m.tocoo() for m in atoms]
-    src = np.concatenate([c.row for c in coo]).astype(np.int64)
-    dst = np.concatenate([c.col for c in coo]).astype(np.int64)
-    label = np.concatenate([np.full(c.nnz, k, dtype=np.int64) for k, c in enumerate(coo)])
-    edges = np.arange(src.size)
-    heads, tails = known.nonzero()
-    found: set[tuple[int, int]] = set()
-    for start in range(0, heads.size, chunk):
-        h, t = heads[start : start + chunk].astype(np.int64), tails[start : start + chunk].astype(np.int64)
-        first_rows, first_edges = sorted_join(h, src, edges)  # pair row -> an edge leaving its head
-        last_rows, last_edges = sorted_join(t, dst, edges)  # pair row -> an edge entering its tail
-        left = first_rows * n + dst[first_edges]  # (pair, middle entity)
-        right = last_rows * n + src[last_edges]
-        rows, matched = sorted_join(left, right, last_edges)
-        codes = np.unique(label[first_edges[rows]] * len(atoms) + label[matched])
-        found.update((int(c) // len(atoms), int(c) % len(atoms)) for c in codes)
-    return found
+def path_rules(graph: Graph, target: str, length: int = LENGTH) -> list[tuple[str, sparse.csr_matrix, float]]:
+    """The baseline's rules for ``target``: (text, derived pairs, confidence), mined on facts + train: the
+    counted path rules of up to ``length`` atoms (:mod:`nlndl.paths`)."""
+    return [(r.text(target), r.pairs, r.confidence) for r in paths.each(graph.known_matrices(), target, length)]
 
 
 def check_layout(directory: Path) -> None:
@@ -134,6 +70,11 @@ def protocol(directory: Path) -> dict[str, str]:
         "ranking": "rules read facts.txt + train.txt (train.txt in the standard layout); each test triple asked "
         "both ways, the other triples of train, valid and test filtered; candidates of equal score ordered by "
         "how many known triples of the relation they answer (rules without a body), the rest tied at the mean rank",
+        "paths": f"path rules r(X, Y) :- p(X, A), q(A, B), s(B, Y) of up to the path length, each atom read either "
+        f"way, counted on the same triples: every path of two atoms that joins a known pair, and of three atoms the "
+        f"{THREE_ATOM_PATHS} joining the most of {SAMPLE} known pairs drawn with the seed, with object identity (B is "
+        f"not X, A is not Y); kept where they derive at least {PATH_MIN_CORRECT} known triples, confidence "
+        "correct / predicted; the baseline's rules, and ranked with nlndl's clauses (those no clause restates)",
         "constants": f"rules r(X, c) :- s(X, d) and r(X, c) :- s(X, _) (and r(c, Y) ...), s any relation either way, "
         f"mined on the same triples: kept where they derive at least {MIN_CORRECT} known triples, confidence "
         f"correct / (predicted + {UNSEEN})",
@@ -180,7 +121,7 @@ def evaluate_rules(
     return metrics(split_ranks(graph, target, aggregate(rules, (n, n), how), split))
 
 
-def baseline(graph: Graph, target: str, length: int = 2, how: str = "max") -> Metrics:
+def baseline(graph: Graph, target: str, length: int = LENGTH, how: str = "max") -> Metrics:
     mined = path_rules(graph, target, length)
     return evaluate_rules(graph, target, [(pairs, conf) for _, pairs, conf in mined], how)
 
@@ -198,20 +139,22 @@ def crisp_test(graph: Graph, target: str, pairs: list[sparse.csr_matrix], split:
 
 
 def nlndl_side(
-    graph: Graph, learned: RelationRules, split: str = "test", extra: Extra | None = None
+    graph: Graph, learned: RelationRules, counted: Aggregate, split: str = "test", extra: Extra | None = None
 ) -> tuple[dict[str, Any], np.ndarray, np.ndarray, np.ndarray]:
-    """nlndl's row for one relation: MRR and Hits@k ranking by every clause read out with the rules with a
-    constant (``extra``; the ranks returned, by max-aggregation and by noisy-or), by the clauses alone and by
-    the program alone, the program's rules with their confidence and their precision / recall on test."""
+    """nlndl's row for one relation: MRR and Hits@k ranking by every clause read out with the counted rules
+    (``counted``: the path rules that no clause restates, and ``extra``: the rules with a constant; the ranks
+    returned, by max-aggregation and by noisy-or), by the clauses alone and by the program alone, the
+    program's rules with their confidence and their precision / recall on test."""
     target, n = learned.relation, len(graph.entities)
-    best = learned.scores((n, n))
+    for rule, conf in learned.clauses:
+        counted.add(learned.pairs[rule], conf)
     found, other, clauses, alone = split_ranks_of(
         graph,
         target,
         [
-            (best, True),
-            (learned.scores((n, n), how="noisy-or"), True),
-            (best, False),
+            (counted.scores("max"), True),
+            (counted.scores("noisy-or"), True),
+            (learned.scores((n, n)), False),
             (learned.scores((n, n), clauses=False), False),
         ],
         split,
@@ -244,7 +187,7 @@ def run(
     learn: bool,
     progress: Callable[[str], None] | None = None,
     graph: Graph | None = None,
-    path_length: int = 2,
+    path_length: int = LENGTH,
     split: str = "test",
 ) -> dict[str, Any] | None:
     """Per relation the baseline's metrics (paths of up to ``path_length`` atoms) and, with ``learn``, nlndl's;
@@ -290,34 +233,39 @@ def _rank(
     totals: dict[str, list[np.ndarray]] = {k: [] for k in ("base", "base_or", "base_const", "nln", "nln_or", "clauses")}
     n = len(graph.entities)
     bodies = graph.bodies()
+    matrices = graph.known_matrices()
     for target in chosen:
         if progress and not learn:
             progress(target)
         start = time.perf_counter()
-        mined = path_rules(graph, target, path_length)
-        confidences = [(p, c) for _, p, c in mined]
+        asked = np.array(sorted(graph.pairs(target, (split,))), dtype=np.int64).reshape(-1, 2)
+        base = Aggregate((n, n), asked[:, 0], asked[:, 1])
+        counted = Aggregate((n, n), asked[:, 0], asked[:, 1])
+        restated = learned[target].chains() if learn else set()
+        count = 0
+        for rule in paths.each(matrices, target, path_length, config.seed):
+            part = base.kept(rule.pairs)
+            base.add(part, rule.confidence, kept=True)
+            if learn and rule.atoms not in restated:
+                counted.add(part, rule.confidence, kept=True)
+            count += 1
         constants = ConstantRules.mine(bodies, target, graph.relation_matrix(target))
         extra = constants.scorer(bodies)
-        best = aggregate(confidences, (n, n), "max")
-        base, other, with_constants = split_ranks_of(
-            graph,
-            target,
-            [(best, False), (aggregate(confidences, (n, n), "noisy-or"), False), (best, True)],
-            split,
-            extra,
+        best = base.scores("max")
+        found_base, other, with_constants = split_ranks_of(
+            graph, target, [(best, False), (base.scores("noisy-or"), False), (best, True)], split, extra
         )
-        tested = len(graph.pairs(target, (split,)))
-        row: dict[str, Any] = {"relation": target, "test": tested, "baseline": metrics(base).to_json()}
+        row: dict[str, Any] = {"relation": target, "test": len(asked), "baseline": metrics(found_base).to_json()}
         row["baseline"]["noisy-or"] = metrics(other).to_json()
         row["baseline"]["constants"] = metrics(with_constants).to_json()
         row["baseline"]["seconds"] = round(time.perf_counter() - start, 2)
-        row["baseline"]["rules"] = len(mined)
+        row["baseline"]["rules"] = count
         row["constant_rules"] = constants.count()
-        totals["base"].append(base)
+        totals["base"].append(found_base)
         totals["base_or"].append(other)
         totals["base_const"].append(with_constants)
         if learn:
-            own, found, found_or, clauses = nlndl_side(graph, learned[target], split, extra)
+            own, found, found_or, clauses = nlndl_side(graph, learned[target], counted, split, extra)
             row["nlndl"] = own
             totals["nln"].append(found)
             totals["nln_or"].append(found_or)
@@ -331,8 +279,9 @@ def _rank(
     out["split"] = split  # the triples ranked: test, or valid to tune on
     out["path_length"] = path_length
     out["aggregation"] = (
-        "max (ties broken by noisy-or); noisy-or beside it; rules with a constant (nlndl.constants) by their best "
-        "confidence, in nlndl's ranking and in baseline_constants"
+        "max (ties broken by noisy-or); noisy-or beside it; nlndl's clauses with the counted path rules "
+        "(nlndl.paths); rules with a constant (nlndl.constants) by their best confidence, in nlndl's ranking and "
+        "in baseline_constants"
     )
     out["protocol"] = protocol(directory)
     out["processes"] = process_rank(config.device).size

@@ -36,6 +36,7 @@ from nlndl.defaults import (
     COMPILE_MEMORY,
     KG_JOBS,
     KG_NOISE,
+    KG_PATH_LENGTH,
     KG_POOL_PATIENCE,
     KG_TIME_LIMIT,
     MAX_ITERS,
@@ -261,8 +262,13 @@ def bench_kg(
         str, typer.Option(help="Refuse triple files or sketches larger than this.")
     ] = COMPILE_MEMORY,
     path_length: Annotated[
-        int, typer.Option(min=1, max=3, help="The baseline's longest path rule, in body atoms.")
-    ] = 2,
+        int,
+        typer.Option(
+            min=1,
+            max=3,
+            help="The longest counted path rule, in body atoms: the baseline's, and those ranked with nlndl's.",
+        ),
+    ] = KG_PATH_LENGTH,
     split: Annotated[
         str, typer.Option(help="The triples to rank: test, or valid to tune a setting without seeing test.")
     ] = "test",

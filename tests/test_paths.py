@@ -1,0 +1,103 @@
+"""Counted path rules (nlndl.paths) against a brute-force enumeration of every path of up to three atoms."""
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy import sparse
+
+from nlndl import paths
+
+
+def graph(seed: int, n: int = 16) -> dict[str, sparse.csr_matrix]:
+    rng = np.random.default_rng(seed)
+    return {r: sparse.csr_matrix((rng.random((n, n)) < 0.08).astype(np.float32)) for r in ("a", "b", "r", "s")}
+
+
+def body(mats: list[np.ndarray]) -> np.ndarray:
+    """Every grounding enumerated: for three atoms X -a-> A -b-> B -c-> Y, those with B != X and A != Y."""
+    if len(mats) < 3:
+        return np.linalg.multi_dot([*mats, np.eye(len(mats[0]))]) > 0
+    a, b, c = mats
+    n = len(a)
+    grounding = a[:, :, None, None] * b[None, :, :, None] * c[None, None, :, :]  # x, a, b, y
+    grounding *= (1 - np.eye(n))[:, None, :, None]  # B != X
+    grounding *= (1 - np.eye(n))[None, :, None, :]  # A != Y
+    return grounding.sum(axis=(1, 2)) > 0
+
+
+def brute(matrices: dict[str, sparse.csr_matrix], target: str, min_correct: int) -> dict:
+    atoms = [(atom, m.toarray()) for atom, m in paths.atom_matrices(matrices)]
+    known = matrices[target].toarray() > 0
+    out = {}
+    for length in (1, 2, 3):
+        for combo in itertools.product(range(len(atoms)), repeat=length):
+            if length == 1 and atoms[combo[0]][0] == (target, False):
+                continue
+            derived = body([atoms[k][1] for k in combo])
+            correct = int((derived & known).sum())
+            if correct >= min_correct:
+                out[tuple(atoms[k][0] for k in combo)] = (int(derived.sum()), correct)
+    return out
+
+
+@pytest.fixture
+def every_path(monkeypatch):
+    monkeypatch.setattr(paths, "THREE_ATOM_PATHS", 10**6)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_every_path_of_up_to_three_atoms_is_found_and_counted(seed, every_path):
+    matrices = graph(seed)
+    for min_correct in (1, 2):
+        got = {r.atoms: (r.predicted, r.correct) for r in paths.each(matrices, "r", 3, min_correct=min_correct)}
+        assert got == brute(matrices, "r", min_correct)
+        assert any(len(atoms) == 3 for atoms in got)
+
+
+def test_a_sample_of_the_known_pairs_finds_the_paths_that_join_them(monkeypatch, every_path):
+    matrices = graph(7, n=24)
+    monkeypatch.setattr(paths, "SAMPLE", 4)
+    sampled = {r.atoms: (r.predicted, r.correct) for r in paths.each(matrices, "r", 3, min_correct=1)}
+    every = brute(matrices, "r", 1)
+    assert all(every[atoms] == counts for atoms, counts in sampled.items())  # counted exactly, not estimated
+    assert len([a for a in sampled if len(a) == 3]) < len([a for a in every if len(a) == 3])
+    shorter = {a: c for a, c in every.items() if len(a) < 3}
+    assert shorter == {a: c for a, c in sampled.items() if len(a) < 3}  # not sampled
+
+
+def test_a_path_found_from_either_end_is_the_same_rule(every_path):
+    """Walks start from the end with fewer two-step walks; a hub at the head makes them start at the tail."""
+    n = 12
+    edges = {"p": [(0, k) for k in range(1, 10)], "q": [(k, 10) for k in range(1, 10)], "s": [(10, 11)]}
+    edges["r"] = [(0, 11)]
+    matrices = {
+        name: sparse.csr_matrix((np.ones(len(e), np.float32), tuple(np.array(e).T)), shape=(n, n))
+        for name, e in edges.items()
+    }
+    got = {r.atoms for r in paths.each(matrices, "r", 3, min_correct=1)}
+    assert (("p", False), ("q", False), ("s", False)) in got
+    assert got == set(brute(matrices, "r", 1))
+
+
+def test_the_rule_text_names_the_path():
+    rule = paths.PathRule((("p", False), ("q", True), ("s", False)), sparse.csr_matrix((2, 2)), 4, 1)
+    assert rule.text("r") == "r(X,Y) :- p(X,A), q(B,A), s(B,Y)" and rule.confidence == 0.25
+
+
+def test_a_body_past_the_limit_is_left_out(monkeypatch):
+    matrices = graph(2)
+    monkeypatch.setattr(paths, "MAX_DERIVED", 3)
+    assert all(r.predicted <= 3 for r in paths.each(matrices, "r", 3, min_correct=1))
+
+
+def test_the_paths_of_three_atoms_counted_are_those_joining_the_most_pairs(monkeypatch, every_path):
+    matrices = graph(5)
+    heads, tails = (np.asarray(x, np.int64) for x in matrices["r"].nonzero())
+    joined = paths.three_atom_paths(paths.Edges([m for _, m in paths.atom_matrices(matrices)], 16), heads, tails)
+    atoms = [a for a, _ in paths.atom_matrices(matrices)]
+    monkeypatch.setattr(paths, "THREE_ATOM_PATHS", 20)
+    kept = {r.atoms for r in paths.each(matrices, "r", 3, min_correct=1) if len(r.atoms) == 3}
+    cut = sorted(joined.values(), reverse=True)[19]
+    assert kept and len(kept) <= 20
+    assert all(joined[tuple(atoms.index(a) for a in path)] >= cut for path in kept)
