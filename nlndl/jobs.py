@@ -24,6 +24,7 @@ from nlndl.defaults import (
     CLASS_WEIGHTS,
     KG_COUNTED_RULES,
     KG_NEGATIVES,
+    KG_PATH_LENGTH,
     KG_VARS,
     MAX_ITERS,
     OUTPUT_DIR,
@@ -674,7 +675,7 @@ def _write_kg(
     texts = {
         "rules.dl": kg_export.souffle_text(learned, origin),
         "rules.lp": kg_export.clingo_text(learned, origin),
-        "rules.tsv": kg_export.anyburl_text(learned, graph, KG_COUNTED_RULES, config.seed),
+        "rules.tsv": kg_export.anyburl_text(learned, graph, KG_COUNTED_RULES, config.seed, config.path_length),
         "facts.lp": kg_export.clingo_facts(graph, learned),
         **kg_export.fact_files(graph, learned),
     }
@@ -739,8 +740,9 @@ def predict_kg(output: Path, query: str, k: int = 10, memory_limit: int = DEFAUL
     graph = Graph.read(data, memory_limit)
     if entity not in graph.index:
         raise JobError(f"{data}: error: no entity {entity!r} in the graph")
-    seed = int(record.get("config", {}).get("seed", 0))  # the counted rules are found as training found them
-    return predict(graph, relations[relation], entity, tail_asked, k, seed)
+    settings = record.get("config", {})  # the counted rules are found as training found them
+    seed, length = int(settings.get("seed", 0)), int(settings.get("path_length", KG_PATH_LENGTH))
+    return predict(graph, relations[relation], entity, tail_asked, k, seed, length)
 
 
 def closure_agrees(graph: object, learned: list, clingo_program: str) -> tuple[int, bool]:

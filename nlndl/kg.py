@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
+from nlndl import paths
 from nlndl.compiler import SketchText, compile_sketch
 from nlndl.compiler.crisp import BodyAtom, Rule, evaluate
 from nlndl.compiler.diagnostics import CompileError, Diagnostics
@@ -32,6 +33,7 @@ from nlndl.defaults import (
     KG_JOBS,
     KG_NEGATIVES,
     KG_NOISE,
+    KG_PATH_LENGTH,
     KG_PATIENCE,
     KG_POOL_PATIENCE,
     KG_TIME_LIMIT,
@@ -211,10 +213,12 @@ class PoolJudge:
     some known triple of the relation is derived, so that max-aggregation would rank that triple higher. Each
     clause's pairs and confidence are computed once (:meth:`rate`) and kept for the ranking."""
 
-    def __init__(self, graph: Graph, target: str, sources: dict[str, str]) -> None:
+    def __init__(self, graph: Graph, target: str, sources: dict[str, str], floor: np.ndarray | None = None) -> None:
         self.graph, self.target, self.sources = graph, target, sources
         self.known = graph.relation_matrix(target)
         self.best = np.zeros(self.known.nnz, dtype=np.float64)  # per known pair, in the matrix's order
+        if floor is not None:  # what the counted rules already give each pair (counted_floor)
+            self.best = np.maximum(self.best, floor)
         self.pairs: dict[Rule, sparse.csr_matrix] = {}
         self.rated: dict[Rule, tuple[float, int]] = {}  # (confidence, support)
 
@@ -234,6 +238,17 @@ class PoolJudge:
         better = _hits(self.known, self.pairs[rule]) & (conf > self.best)
         self.best[better] = conf
         return bool(better.any())
+
+
+def counted_floor(graph: Graph, target: str, length: int, seed: int) -> np.ndarray:
+    """Per known pair of ``target`` (in its matrix's order), the best confidence of a counted path rule
+    (nlndl.paths) deriving it. The ranking takes the best of these and the clauses, so a clause read out
+    improves the pool only where it beats them: training stops once the network finds nothing they lack."""
+    known = graph.relation_matrix(target)
+    best = np.zeros(known.nnz, dtype=np.float64)
+    for rule in paths.each(graph.known_matrices(), target, length, seed):
+        best = np.maximum(best, np.where(_hits(known, rule.pairs), rule.confidence, 0.0))
+    return best
 
 
 def _hits(known: sparse.csr_matrix, pairs: sparse.csr_matrix) -> np.ndarray:
@@ -262,6 +277,7 @@ class KGConfig:
     jobs: int = KG_JOBS  # relations learned at once, each by a worker process (0: one per core)
     body: int | None = KG_BODY  # relations a clause body reads at most (compiler.triples.body_relations)
     entries: int | None = KG_ENTRIES  # index entries past which a relation is learned under prune=path
+    path_length: int = KG_PATH_LENGTH  # the longest counted path rule ranked beside the clauses (nlndl.paths)
 
 
 @dataclass
@@ -400,7 +416,7 @@ def learn_relation(directory: Path, graph: Graph, target: str, config: KGConfig)
         found = " ".join(d.message for d in exc.diagnostics.errors)
         raise JobError(f"{directory}: error: relation {target!r} (as nlndl kg sketch writes it): {found}") from None
     sources = {ident: (target if name == FACT else name) for name, ident in made.relations.items()}
-    judge = PoolJudge(graph, target, sources)
+    judge = PoolJudge(graph, target, sources, counted_floor(graph, target, config.path_length, config.seed))
     learned = LearnConfig(
         train=TrainConfig(seed=config.seed, max_iters=config.max_iters, time_limit=config.time_limit),
         device=config.device,
@@ -520,14 +536,19 @@ class Prediction:
 
 
 def predict(
-    graph: Graph, record: dict[str, Any], entity: str, tail_asked: bool, k: int = 10, seed: int = 0
+    graph: Graph,
+    record: dict[str, Any],
+    entity: str,
+    tail_asked: bool,
+    k: int = 10,
+    seed: int = 0,
+    length: int = KG_PATH_LENGTH,
 ) -> list[Prediction]:
     """The ``k`` best answers to ``relation(entity, ?)`` (``tail_asked``) or ``relation(?, entity)``, by the
     clauses ``record`` (one relation of kg train's rules.json) holds and the relation's counted rules, mined
-    again from the graph (with the ``seed`` it was learned with): path rules (nlndl.paths) that no clause
-    restates, and rules with a constant (nlndl.constants). Each answer comes with the rules that derive it:
-    every clause, and of each kind of counted rule the ``EXPLAINED`` best."""
-    from nlndl import paths
+    again from the graph (with the ``seed`` and path ``length`` it was learned with): path rules (nlndl.paths)
+    that no clause restates, and rules with a constant (nlndl.constants). Each answer comes with the rules
+    that derive it: every clause, and of each kind of counted rule the ``EXPLAINED`` best."""
     from nlndl.constants import ConstantRules, text
     from nlndl.ranking import max_aggregate
 
@@ -543,7 +564,7 @@ def predict(
     rows = [(line(p), c, t) for p, (_, c, t) in zip(derived, clauses, strict=True)]
     restated = chains_of([r for r, _, _ in clauses], sources)
     counted = []
-    for rule in paths.each(graph.known_matrices(), relation, paths.LENGTH, seed):
+    for rule in paths.each(graph.known_matrices(), relation, length, seed):
         if rule.atoms not in restated and (row := line(rule.pairs)).nnz:
             counted.append((row, rule.confidence, rule.text(relation)))
     n = len(graph.entities)

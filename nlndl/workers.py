@@ -80,10 +80,12 @@ def _start(read: Callable[[Path, int], Any], directory: Path, memory_limit: int)
         _graph = exc
 
 
-def _learn(learn: Callable[..., Any], directory: Path, target: str, config: Any) -> tuple[str, Any]:
+def _learn(
+    learn: Callable[..., Any], directory: Path, target: str, config: Any, extra: tuple[Any, ...]
+) -> tuple[str, Any]:
     if isinstance(_graph, Exception):
         raise _graph
-    return target, learn(directory, _graph, target, config)
+    return target, learn(directory, _graph, target, config, *extra)
 
 
 def learn_in_workers(
@@ -95,10 +97,12 @@ def learn_in_workers(
     workers: int,
     started: Callable[[str], None],
     finished: Callable[[Any], None],
+    extra: dict[str, tuple[Any, ...]] | None = None,
 ) -> dict[str, Any]:
     """Each of ``targets`` learned by one of ``workers`` processes, in the given order as workers come free:
     each worker reads the graph once, ``read(directory, config.memory_limit)``, and learns a relation with
-    ``learn(directory, graph, target, config)`` (both module-level functions, which a worker imports).
+    ``learn(directory, graph, target, config, *extra[target])`` (both module-level functions, which a worker
+    imports; ``extra``: further arguments per target, none by default).
     ``started`` is told each relation as it is handed out, ``finished`` each one learned, as it arrives. The
     first error a worker raises is raised here (JobError for a worker that died, say killed for memory), and
     every worker is ended."""
@@ -115,7 +119,7 @@ def learn_in_workers(
     def hand_out() -> None:
         target = waiting.pop(0)
         started(target)
-        running[pool.submit(_learn, learn, directory, target, config)] = target
+        running[pool.submit(_learn, learn, directory, target, config, (extra or {}).get(target, ()))] = target
 
     try:
         for _ in range(min(workers, len(waiting))):

@@ -18,7 +18,7 @@ from nlndl.cli import app
 from nlndl.compiler.crisp import BodyAtom, Rule, evaluate
 from nlndl.compiler.diagnostics import Diagnostics
 from nlndl.compiler.triples import QUERY_SHARE, kg_sketch, query_split, read_splits, standard_layout
-from nlndl.kg import Graph, KGConfig, chain, learn_relation, restates, rule_pairs
+from nlndl.kg import Graph, KGConfig, PoolJudge, chain, counted_floor, learn_relation, restates, rule_pairs
 from nlndl.ranking import aggregate, max_aggregate
 
 runner = CliRunner()
@@ -135,6 +135,21 @@ def test_a_relation_stops_once_its_clause_pool_stops_growing(tmp_path):
     assert {r for r, _ in quick.clauses} <= {r for r, _ in patient.clauses} | {r for r, _ in quick.clauses}
     assert quick.clauses and quick.clauses[0][1] == pytest.approx(0.7), "14 of 20 sisters of a parent are aunts"
     assert not any(restates(r, "aunt", quick.sources) for r, _ in quick.clauses)
+
+
+def test_a_clause_improves_the_pool_only_where_it_beats_the_counted_paths(tmp_path):
+    """Seven of ten families' aunts are known: sister of a parent derives them with confidence 0.7, and the
+    counted aunt(X,Y) :- aunt(X,A), parent(B,A), parent(B,Y) (an aunt of a parent's other child) with 1.0."""
+    graph = Graph.read(families(tmp_path / "kg"))
+    sources = {"sister": "sister", "parent": "parent", "aunt_fact": "aunt"}
+    sister_of_parent = Rule("aunt", (("v", "A"), ("v", "B")), (atom("sister", "A", "C"), atom("parent", "C", "B")))
+    assert counted_floor(graph, "aunt", 3, seed=0).tolist() == [1.0] * 14
+    assert counted_floor(graph, "aunt", 2, seed=0).tolist() == [0.7] * 14
+    assert not counted_floor(graph, "aunt", 1, seed=0).any()
+    for length, improves in ((1, True), (2, False), (3, False)):
+        judge = PoolJudge(graph, "aunt", sources, counted_floor(graph, "aunt", length, seed=0))
+        assert judge(sister_of_parent) == improves
+    assert PoolJudge(graph, "aunt", sources)(sister_of_parent)
 
 
 def test_kg_train_writes_the_anyburl_rule_list_and_predicts_with_explanations(tmp_path):

@@ -33,12 +33,16 @@ from nlndl.kg import (
     KGConfig,
     RelationRules,
     checked_relations,
+    checkpoint_json,
+    from_checkpoint,
     learn_graph,
+    read_graph,
     worker_processes,
 )
 from nlndl.paths import LENGTH, SAMPLE, THREE_ATOM_PATHS
 from nlndl.paths import MIN_CORRECT as PATH_MIN_CORRECT
 from nlndl.ranking import Aggregate, Extra, Metrics, aggregate, metrics, popularity, ranks_of
+from nlndl.workers import learn_in_workers
 
 
 def path_rules(graph: Graph, target: str, length: int = LENGTH) -> list[tuple[str, sparse.csr_matrix, float]]:
@@ -187,10 +191,9 @@ def run(
     learn: bool,
     progress: Callable[[str], None] | None = None,
     graph: Graph | None = None,
-    path_length: int = LENGTH,
     split: str = "test",
 ) -> dict[str, Any] | None:
-    """Per relation the baseline's metrics (paths of up to ``path_length`` atoms) and, with ``learn``, nlndl's;
+    """Per relation the baseline's metrics (paths of up to ``config.path_length`` atoms) and, with ``learn``, nlndl's;
     both over all relations (micro), each ranked by max-aggregation and, beside it, by noisy-or. Under
     torchrun the relations are learned by all processes and ranked on rank 0 (None on the others). ``graph``:
     the one in ``directory``, if already read."""
@@ -208,10 +211,57 @@ def run(
             return None
         learned = {one.relation: one for one in got}
     try:
-        return _rank(directory, graph, every, chosen, learned, config, learn, progress, path_length, split, started)
+        return _rank(directory, graph, every, chosen, learned, config, learn, progress, split, started)
     finally:
         if learn and at.size > 1:
             at.barrier()
+
+
+def rank_relation(
+    directory: Path,
+    graph: Graph,
+    target: str,
+    config: KGConfig,
+    split: str,
+    learned: RelationRules | dict[str, Any] | None,
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """One relation's row of the report and its ranks (baseline, and with ``learned`` nlndl's): ``learned`` as
+    learned, or as :func:`nlndl.kg.checkpoint_json` keeps it (a worker process rebuilds it on its own graph).
+    A module-level function, so that worker processes rank relations side by side."""
+    if isinstance(learned, dict):
+        learned = from_checkpoint(learned, graph)
+    start = time.perf_counter()
+    n = len(graph.entities)
+    bodies = graph.bodies()
+    asked = np.array(sorted(graph.pairs(target, (split,))), dtype=np.int64).reshape(-1, 2)
+    base = Aggregate((n, n), asked[:, 0], asked[:, 1])
+    counted = Aggregate((n, n), asked[:, 0], asked[:, 1])
+    restated = learned.chains() if learned is not None else set()
+    count = 0
+    for rule in paths.each(graph.known_matrices(), target, config.path_length, config.seed):
+        part = base.kept(rule.pairs)
+        base.add(part, rule.confidence, kept=True)
+        if learned is not None and rule.atoms not in restated:
+            counted.add(part, rule.confidence, kept=True)
+        count += 1
+    constants = ConstantRules.mine(bodies, target, graph.relation_matrix(target))
+    extra = constants.scorer(bodies)
+    best = base.scores("max")
+    ranks: dict[str, np.ndarray] = {}
+    ranks["base"], ranks["base_or"], ranks["base_const"] = split_ranks_of(
+        graph, target, [(best, False), (base.scores("noisy-or"), False), (best, True)], split, extra
+    )
+    row: dict[str, Any] = {"relation": target, "test": len(asked), "baseline": metrics(ranks["base"]).to_json()}
+    row["baseline"]["noisy-or"] = metrics(ranks["base_or"]).to_json()
+    row["baseline"]["constants"] = metrics(ranks["base_const"]).to_json()
+    row["baseline"]["seconds"] = round(time.perf_counter() - start, 2)
+    row["baseline"]["rules"] = count
+    row["constant_rules"] = constants.count()
+    if learned is not None:
+        row["nlndl"], ranks["nln"], ranks["nln_or"], ranks["clauses"] = nlndl_side(
+            graph, learned, counted, split, extra
+        )
+    return row, ranks
 
 
 def _rank(
@@ -223,61 +273,41 @@ def _rank(
     config: KGConfig,
     learn: bool,
     progress: Callable[[str], None] | None,
-    path_length: int,
     split: str,
     started: float,
 ) -> dict[str, Any]:
-    """The ranking half of :func:`run` (rank 0 alone under torchrun): each relation's rows and the totals."""
+    """The ranking half of :func:`run` (rank 0 alone under torchrun): each relation's rows and the totals, the
+    relations ranked side by side by as many worker processes as learned them."""
     learned_seconds = round(time.perf_counter() - started, 1)
+    alone = process_rank(config.device).size == 1
+    workers = worker_processes(config, len(chosen)) if alone else 1
+    told = (lambda target: progress(target)) if progress and not learn else (lambda target: None)
+    if workers > 1:
+        tasks = {t: (split, checkpoint_json(learned[t]) if learn else None) for t in chosen}
+        done = learn_in_workers(
+            read_graph, rank_relation, directory, chosen, config, workers, told, lambda _: None, tasks
+        )
+    else:
+        done = {}
+        for target in chosen:
+            told(target)
+            done[target] = rank_relation(directory, graph, target, config, split, learned.get(target))
     rows, alone_all = [], []
     totals: dict[str, list[np.ndarray]] = {k: [] for k in ("base", "base_or", "base_const", "nln", "nln_or", "clauses")}
-    n = len(graph.entities)
-    bodies = graph.bodies()
-    matrices = graph.known_matrices()
     for target in chosen:
-        if progress and not learn:
-            progress(target)
-        start = time.perf_counter()
-        asked = np.array(sorted(graph.pairs(target, (split,))), dtype=np.int64).reshape(-1, 2)
-        base = Aggregate((n, n), asked[:, 0], asked[:, 1])
-        counted = Aggregate((n, n), asked[:, 0], asked[:, 1])
-        restated = learned[target].chains() if learn else set()
-        count = 0
-        for rule in paths.each(matrices, target, path_length, config.seed):
-            part = base.kept(rule.pairs)
-            base.add(part, rule.confidence, kept=True)
-            if learn and rule.atoms not in restated:
-                counted.add(part, rule.confidence, kept=True)
-            count += 1
-        constants = ConstantRules.mine(bodies, target, graph.relation_matrix(target))
-        extra = constants.scorer(bodies)
-        best = base.scores("max")
-        found_base, other, with_constants = split_ranks_of(
-            graph, target, [(best, False), (base.scores("noisy-or"), False), (best, True)], split, extra
-        )
-        row: dict[str, Any] = {"relation": target, "test": len(asked), "baseline": metrics(found_base).to_json()}
-        row["baseline"]["noisy-or"] = metrics(other).to_json()
-        row["baseline"]["constants"] = metrics(with_constants).to_json()
-        row["baseline"]["seconds"] = round(time.perf_counter() - start, 2)
-        row["baseline"]["rules"] = count
-        row["constant_rules"] = constants.count()
-        totals["base"].append(found_base)
-        totals["base_or"].append(other)
-        totals["base_const"].append(with_constants)
+        row, ranks = done[target]
+        for key, found in ranks.items():
+            totals[key].append(found)
         if learn:
-            own, found, found_or, clauses = nlndl_side(graph, learned[target], counted, split, extra)
-            row["nlndl"] = own
-            totals["nln"].append(found)
-            totals["nln_or"].append(found_or)
-            totals["clauses"].append(clauses)
-            alone_all.append(own["program"])
+            row["nlndl"]["clauses_read"] = len(learned[target].result.clauses)  # a checkpoint keeps those that rank
+            alone_all.append(row["nlndl"]["program"])
         rows.append(row)
     rows += [{"relation": r, "test": 0, "note": f"no {split} triples"} for r in every if r not in chosen]
     out = {"data": directory.name, "relations": rows, "baseline": metrics(np.concatenate(totals["base"])).to_json()}
     out["baseline_noisy_or"] = metrics(np.concatenate(totals["base_or"])).to_json()
     out["baseline_constants"] = metrics(np.concatenate(totals["base_const"])).to_json()
     out["split"] = split  # the triples ranked: test, or valid to tune on
-    out["path_length"] = path_length
+    out["path_length"] = config.path_length
     out["aggregation"] = (
         "max (ties broken by noisy-or); noisy-or beside it; nlndl's clauses with the counted path rules "
         "(nlndl.paths); rules with a constant (nlndl.constants) by their best confidence, in nlndl's ranking and "

@@ -297,13 +297,14 @@ def bench_kg(
         memory_limit=size_option(memory_limit),
         pool_patience=patience,
         jobs=job_count,
+        path_length=path_length,
     )
     graph = Graph.read(directory, config.memory_limit)
     if split not in ("test", "valid"):
         usage(f"--split {split}: expected test or valid")
     total = len(kg.tested_relations(graph, checked_relations(graph, relations, directory), directory, split))
     with progress_bar(total, quiet) as tell:
-        report = kg.run(directory, relations or None, config, learn, tell, graph, path_length, split)
+        report = kg.run(directory, relations or None, config, learn, tell, graph, split)
     if report is not None:  # None: a torchrun rank other than 0
         publish_report(kg.markdown(report), report, json_path)
 
