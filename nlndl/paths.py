@@ -239,14 +239,3 @@ def each(
         ab = prefix[1]
         if ab is not None and (one := rule((i, j, m), three_atoms(mats[i], mats[j], mats[m], ab))) is not None:
             yield one
-
-
-def mine(
-    matrices: dict[str, sparse.csr_matrix],
-    target: str,
-    length: int = LENGTH,
-    seed: int = 0,
-    min_correct: int = MIN_CORRECT,
-) -> list[PathRule]:
-    """Every rule of :func:`each`, in a list."""
-    return list(each(matrices, target, length, seed, min_correct))

@@ -207,20 +207,23 @@ def films(directory: Path, writers: int) -> Path:
     return directory
 
 
+def train_and_ask(directory: Path, relation: str, query: str, tmp_path: Path) -> tuple[list[str], dict]:
+    """``kg train`` of one relation, then ``kg predict`` of its best answer to ``query``: (the lines of
+    rules.tsv, the answer as --json writes it)."""
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["kg", "train", str(directory), "-D", str(out), "--relation", relation, *QUICK, "-q"])
+    assert result.exit_code == 0, result.output
+    asked = runner.invoke(app, ["kg", "predict", str(out), "--query", query, "-k", "1", "--json"])
+    assert asked.exit_code == 0, asked.output
+    (answer,) = json.loads(asked.output)["answers"]
+    return (out / "rules.tsv").read_text().splitlines(), answer
+
+
 def test_rules_with_a_constant_are_written_and_explain_predictions(tmp_path):
     """Eight of ten film credits belong to actors: profession(X, actor) :- acted_in(X, _) holds with confidence
     8 / (11 + 5); no clause without a constant can say it."""
-    directory = films(tmp_path / "films", writers=3)
-    out = tmp_path / "out"
-    result = runner.invoke(
-        app, ["kg", "train", str(directory), "-D", str(out), "--relation", "profession", *QUICK, "-q"]
-    )
-    assert result.exit_code == 0, result.output
-    lines = (out / "rules.tsv").read_text().splitlines()
+    lines, answer = train_and_ask(films(tmp_path / "films", writers=3), "profession", "profession(p10, ?)", tmp_path)
     assert "11\t8\t0.500000\tprofession(X,actor) <= acted_in(X,A)" in lines, lines[:5]
-    asked = runner.invoke(app, ["kg", "predict", str(out), "--query", "profession(p10, ?)", "-k", "1", "--json"])
-    assert asked.exit_code == 0, asked.output
-    (answer,) = json.loads(asked.output)["answers"]
     assert answer["entity"] == "actor" and not answer["known"]
     assert {"rule": 'profession(X, "actor") :- acted_in(X, _)', "confidence": 0.5} in answer["rules"]
 
@@ -269,13 +272,7 @@ def test_counted_paths_of_three_atoms_rank_beside_the_clauses_and_explain_predic
     data = json.loads(report.read_text())
     assert data["nlndl"]["mrr"] == 1.0 > data["nlndl_clauses"]["mrr"]
     assert data["path_length"] == 3 and "object identity" in data["protocol"]["paths"]
-    out = tmp_path / "out"
-    result = runner.invoke(app, ["kg", "train", str(directory), "-D", str(out), "--relation", "r", *QUICK, "-q"])
-    assert result.exit_code == 0, result.output
-    lines = (out / "rules.tsv").read_text().splitlines()
+    lines, answer = train_and_ask(directory, "r", "r(x8, ?)", tmp_path)
     assert "10\t8\t0.800000\tr(X,Y) <= p(X,A), q(A,B), s(B,Y)" in lines, lines[:5]
-    asked = runner.invoke(app, ["kg", "predict", str(out), "--query", "r(x8, ?)", "-k", "1", "--json"])
-    assert asked.exit_code == 0, asked.output
-    (answer,) = json.loads(asked.output)["answers"]
     assert answer["entity"] == "y8" and not answer["known"]
     assert {"rule": "r(X,Y) :- p(X,A), q(A,B), s(B,Y)", "confidence": 0.8} in answer["rules"]
