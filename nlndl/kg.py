@@ -44,6 +44,7 @@ from nlndl.defaults import (
 from nlndl.distributed import gather, process_rank, share
 from nlndl.errors import JobError
 from nlndl.learn import LearnConfig, LearnResult, learn
+from nlndl.paths import boolean
 from nlndl.ranking import aggregate
 from nlndl.runtime.budget import BudgetError
 from nlndl.runtime.train import TrainConfig
@@ -125,15 +126,6 @@ def confidence(body: sparse.csr_matrix, known: sparse.csr_matrix) -> tuple[float
     derived = body.count_nonzero()
     support = body.multiply(known).count_nonzero()
     return (support / derived if derived else 0.0), support
-
-
-def boolean(matrix: sparse.spmatrix) -> sparse.csr_matrix:
-    """The nonzero pattern of ``matrix`` as a 0/1 matrix (path counts of any size collapse to 1). Products are
-    taken in float32, whose counts stay positive however many paths join a pair (int8 would wrap at 128)."""
-    out = sparse.csr_matrix(matrix, dtype=np.float32, copy=True)
-    out.eliminate_zeros()
-    out.data = np.ones(out.data.size, dtype=np.float32)
-    return out
 
 
 def chain(rule: Rule) -> list[tuple[str, bool]] | None:

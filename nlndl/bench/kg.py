@@ -281,7 +281,7 @@ def _rank(
     learned_seconds = round(time.perf_counter() - started, 1)
     alone = process_rank(config.device).size == 1
     workers = worker_processes(config, len(chosen)) if alone else 1
-    told = (lambda target: progress(target)) if progress and not learn else (lambda target: None)
+    told = progress if progress and not learn else (lambda target: None)
     if workers > 1:
         tasks = {t: (split, checkpoint_json(learned[t]) if learn else None) for t in chosen}
         done = learn_in_workers(
