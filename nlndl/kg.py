@@ -557,7 +557,7 @@ def predict(
     restated = chains_of([r for r, _, _ in clauses], sources)
     counted = []
     for rule in paths.each(graph.known_matrices(), relation, length, seed):
-        if rule.atoms not in restated and (row := line(rule.pairs)).nnz:
+        if not rule.restated(restated) and (row := line(rule.pairs)).nnz:
             counted.append((row, rule.confidence, rule.text(relation)))
     n = len(graph.entities)
     scores = max_aggregate([(row, c) for row, c, _ in rows + counted], (1, n)).toarray().ravel()

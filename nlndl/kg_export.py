@@ -107,7 +107,8 @@ def anyburl_text(
     which PyClause reads): predicted, the pairs its body derives on the known triples; correct, the known ones
     among them; by confidence, best first. With ``graph``, also each relation's ``limit`` best counted rules
     of each kind: path rules of up to ``length`` atoms that no clause restates (nlndl.paths, found with
-    ``seed``) and rules with a constant (nlndl.constants), constants written as the graph names them."""
+    ``seed``; the reflexive ones, r(X, X) :- ..., which AnyBURL's syntax does not write, left out) and rules with
+    a constant (nlndl.constants), constants written as the graph names them."""
     rows = []
     for one in learned:
         for rule, conf in one.clauses:
@@ -118,7 +119,7 @@ def anyburl_text(
             counted = [  # each body let go as soon as it is counted
                 (-r.confidence, f"{r.predicted}\t{r.correct}\t{r.confidence:.6f}\t{r.text(one.relation, ' <= ')}")
                 for r in paths.each(graph.known_matrices(), one.relation, length, seed)
-                if r.atoms not in restated
+                if not r.restated(restated) and not r.reflexive
             ]
             rows += sorted(counted, key=lambda row: row[0])[:limit]
             bodies = graph.bodies()

@@ -2,7 +2,8 @@
 
 A rule's confidence is AnyBURL's and the baseline's: the known r pairs its body derives (correct) over the
 pairs it derives (predicted), its body computed exactly as a product of the relations' 0/1 matrices; a path
-of three atoms does not come back through its ends (B is not X, A is not Y: AnyBURL's object identity). Which
+of three atoms does not come back through its ends (B is not X, A is not Y: AnyBURL's object identity), and
+X is not Y: what a body derives for X = Y is a reflexive rule ``r(X, X) :- ...`` counted apart. Which
 paths to multiply out is found from the known pairs outwards, so that only paths joining some known pair
 cost anything: every such path of two atoms, and of three atoms the ``THREE_ATOM_PATHS`` that join the most
 of ``SAMPLE`` known pairs drawn with the seed (a graph of 237 relations has 106 million paths of three atoms;
@@ -40,19 +41,26 @@ class PathRule:
     pairs: sparse.csr_matrix
     predicted: int
     correct: int
+    reflexive: bool = False  # r(X, X) :- ...: the body's pairs (X, X) alone; otherwise its pairs with X not Y
 
     @property
     def confidence(self) -> float:
         return self.correct / self.predicted if self.predicted else 0.0
 
+    def restated(self, chains: set[tuple[Atom, ...]]) -> bool:
+        """Whether a clause among ``chains`` (path clauses, :func:`nlndl.kg.chains_of`) says what this rule says:
+        the same path, from X to a different Y (a clause's own r(X, X) part is not told apart)."""
+        return not self.reflexive and self.atoms in chains
+
     def text(self, target: str, arrow: str = " :- ") -> str:
-        """``r(X,Y) :- p(X,A), q(B,A), s(B,Y)``: variables X and Y at the ends, A, B between."""
-        names = ["X", *"ABCDEFGH"[: len(self.atoms) - 1], "Y"]
+        """``r(X,Y) :- p(X,A), q(B,A), s(B,Y)``: variables X and Y at the ends, A, B between (Y is X in a
+        reflexive rule)."""
+        names = ["X", *"ABCDEFGH"[: len(self.atoms) - 1], "X" if self.reflexive else "Y"]
         body = ", ".join(
             f"{p}({names[i + 1]},{names[i]})" if back else f"{p}({names[i]},{names[i + 1]})"
             for i, (p, back) in enumerate(self.atoms)
         )
-        return f"{target}(X,Y){arrow}{body}"
+        return f"{target}(X,{names[-1]}){arrow}{body}"
 
 
 def boolean(matrix: sparse.spmatrix) -> sparse.csr_matrix:
@@ -62,6 +70,17 @@ def boolean(matrix: sparse.spmatrix) -> sparse.csr_matrix:
     out.eliminate_zeros()
     out.data = np.ones(out.data.size, dtype=np.float32)
     return out
+
+
+def split_diagonal(pairs: sparse.csr_matrix) -> tuple[sparse.csr_matrix, sparse.csr_matrix]:
+    """``pairs`` as (those with X not Y, those with X = Y): a path rule's head variables are different
+    entities (AnyBURL's object identity), and what a body says of X = Y is a reflexive rule of its own."""
+    coo = pairs.tocoo()
+    keep = coo.row != coo.col
+    if keep.all():
+        return pairs, sparse.csr_matrix(pairs.shape, dtype=pairs.dtype)
+    part = [sparse.csr_matrix((coo.data[k], (coo.row[k], coo.col[k])), shape=pairs.shape) for k in (keep, ~keep)]
+    return part[0], part[1]
 
 
 def steps(a: sparse.csr_matrix, b: sparse.csr_matrix) -> int:
@@ -201,8 +220,10 @@ def each(
 ) -> Iterator[PathRule]:
     """The path rules of up to ``length`` atoms (1 to 3) for ``target`` over the relations' known pairs
     (``matrices``: relation -> entities x entities 0/1) that derive ``min_correct`` known pairs at least, one
-    at a time (a caller that aggregates them need not hold every body at once). ``r(X, Y) :- r(X, Y)`` is
-    left out: it derives only what is known."""
+    at a time (a caller that aggregates them need not hold every body at once). Each body gives up to two
+    rules: what it derives for X not Y, and for X = Y (a reflexive rule ``r(X, X) :- ...``), each kept on
+    its own counts. ``r(X, Y) :- r(X, Y)`` and ``r(X, X) :- r(X, X)`` are left out: they derive only what is
+    known."""
     if not 1 <= length <= 3:
         raise ValueError(f"path length must be 1 to 3, not {length}")
     known = matrices[target]
@@ -210,22 +231,27 @@ def each(
     atoms = atom_matrices(matrices)
     mats = [m for _, m in atoms]
 
-    def rule(path: tuple[int, ...], body: sparse.csr_matrix | None) -> PathRule | None:
-        predicted = int(body.nnz) if body is not None else 0
-        if not predicted or predicted > MAX_DERIVED:
-            return None
-        correct = int(body.multiply(known).nnz)
-        return PathRule(tuple(atoms[i][0] for i in path), body, predicted, correct) if correct >= min_correct else None
+    def rules(path: tuple[int, ...], body: sparse.csr_matrix | None) -> list[PathRule]:
+        if body is None or not body.nnz or body.nnz > MAX_DERIVED:
+            return []
+        out = []
+        for reflexive, part in enumerate(split_diagonal(body)):
+            if reflexive and path == (own_backwards,):
+                continue  # r(X, X) :- r(X, X)
+            correct = int(part.multiply(known).nnz)
+            if correct >= min_correct:
+                out.append(PathRule(tuple(atoms[i][0] for i in path), part, int(part.nnz), correct, bool(reflexive)))
+        return out
 
-    found = [rule((i,), boolean(m)) for i, (atom, m) in enumerate(atoms) if atom != (target, False)]
-    yield from (r for r in found if r is not None)
+    own_backwards = [atom for atom, _ in atoms].index((target, True))
+    found = [rules((i,), boolean(m)) for i, (atom, m) in enumerate(atoms) if atom != (target, False)]
+    yield from (r for rs in found for r in rs)
     if length < 2:
         return
     edges = Edges(mats, n)
     heads, tails = (np.asarray(x, np.int64) for x in known.nonzero())
     for i, j in sorted(two_atom_paths(edges, heads, tails)):
-        if (one := rule((i, j), product(mats[i], mats[j]))) is not None:
-            yield one
+        yield from rules((i, j), product(mats[i], mats[j]))
     if length < 3:
         return
     if heads.size > SAMPLE:
@@ -238,5 +264,5 @@ def each(
         if prefix[0] != (i, j):  # paths come sorted: one prefix held at a time
             prefix = ((i, j), paths_counted(mats[i], mats[j]))
         ab = prefix[1]
-        if ab is not None and (one := rule((i, j, m), three_atoms(mats[i], mats[j], mats[m], ab))) is not None:
-            yield one
+        if ab is not None:
+            yield from rules((i, j, m), three_atoms(mats[i], mats[j], mats[m], ab))

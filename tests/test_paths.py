@@ -10,8 +10,13 @@ from nlndl import paths
 
 
 def graph(seed: int, n: int = 16) -> dict[str, sparse.csr_matrix]:
+    """Four random relations; their diagonals are denser, so that reflexive rules are found and counted."""
     rng = np.random.default_rng(seed)
-    return {r: sparse.csr_matrix((rng.random((n, n)) < 0.08).astype(np.float32)) for r in ("a", "b", "r", "s")}
+    loops = np.eye(n, dtype=bool)
+    return {
+        r: sparse.csr_matrix(((rng.random((n, n)) < 0.08) | (loops & (rng.random((n, n)) < 0.3))).astype(np.float32))
+        for r in ("a", "b", "r", "s")
+    }
 
 
 def body(mats: list[np.ndarray]) -> np.ndarray:
@@ -27,6 +32,7 @@ def body(mats: list[np.ndarray]) -> np.ndarray:
 
 
 def brute(matrices: dict[str, sparse.csr_matrix], target: str, min_correct: int) -> dict:
+    """Per (path, reflexive), the pairs its body derives with X not Y (or X = Y) and the known ones among them."""
     atoms = [(atom, m.toarray()) for atom, m in paths.atom_matrices(matrices)]
     known = matrices[target].toarray() > 0
     out = {}
@@ -35,9 +41,13 @@ def brute(matrices: dict[str, sparse.csr_matrix], target: str, min_correct: int)
             if length == 1 and atoms[combo[0]][0] == (target, False):
                 continue
             derived = body([atoms[k][1] for k in combo])
-            correct = int((derived & known).sum())
-            if correct >= min_correct:
-                out[tuple(atoms[k][0] for k in combo)] = (int(derived.sum()), correct)
+            same = np.eye(len(known), dtype=bool)
+            for reflexive, part in ((False, derived & ~same), (True, derived & same)):
+                if reflexive and length == 1 and atoms[combo[0]][0] == (target, True):
+                    continue  # r(X, X) :- r(X, X)
+                correct = int((part & known).sum())
+                if correct >= min_correct:
+                    out[(tuple(atoms[k][0] for k in combo), reflexive)] = (int(part.sum()), correct)
     return out
 
 
@@ -50,20 +60,24 @@ def every_path(monkeypatch):
 def test_every_path_of_up_to_three_atoms_is_found_and_counted(seed, every_path):
     matrices = graph(seed)
     for min_correct in (1, 2):
-        got = {r.atoms: (r.predicted, r.correct) for r in paths.each(matrices, "r", 3, min_correct=min_correct)}
+        got = {
+            (r.atoms, r.reflexive): (r.predicted, r.correct)
+            for r in paths.each(matrices, "r", 3, min_correct=min_correct)
+        }
         assert got == brute(matrices, "r", min_correct)
-        assert any(len(atoms) == 3 for atoms in got)
+        assert any(len(atoms) == 3 for atoms, _ in got)
+        assert any(reflexive for _, reflexive in got) and any(not reflexive for _, reflexive in got)
 
 
 def test_a_sample_of_the_known_pairs_finds_the_paths_that_join_them(monkeypatch, every_path):
     matrices = graph(7, n=24)
     monkeypatch.setattr(paths, "SAMPLE", 4)
-    sampled = {r.atoms: (r.predicted, r.correct) for r in paths.each(matrices, "r", 3, min_correct=1)}
+    sampled = {(r.atoms, r.reflexive): (r.predicted, r.correct) for r in paths.each(matrices, "r", 3, min_correct=1)}
     every = brute(matrices, "r", 1)
     assert all(every[atoms] == counts for atoms, counts in sampled.items())  # counted exactly, not estimated
-    assert len([a for a in sampled if len(a) == 3]) < len([a for a in every if len(a) == 3])
-    shorter = {a: c for a, c in every.items() if len(a) < 3}
-    assert shorter == {a: c for a, c in sampled.items() if len(a) < 3}  # not sampled
+    assert len([a for a, _ in sampled if len(a) == 3]) < len([a for a, _ in every if len(a) == 3])
+    shorter = {a: c for a, c in every.items() if len(a[0]) < 3}
+    assert shorter == {a: c for a, c in sampled.items() if len(a[0]) < 3}  # not sampled
 
 
 def test_a_path_found_from_either_end_is_the_same_rule(every_path):
@@ -75,14 +89,34 @@ def test_a_path_found_from_either_end_is_the_same_rule(every_path):
         name: sparse.csr_matrix((np.ones(len(e), np.float32), tuple(np.array(e).T)), shape=(n, n))
         for name, e in edges.items()
     }
-    got = {r.atoms for r in paths.each(matrices, "r", 3, min_correct=1)}
-    assert (("p", False), ("q", False), ("s", False)) in got
+    got = {(r.atoms, r.reflexive) for r in paths.each(matrices, "r", 3, min_correct=1)}
+    assert ((("p", False), ("q", False), ("s", False)), False) in got
     assert got == set(brute(matrices, "r", 1))
 
 
 def test_the_rule_text_names_the_path():
     rule = paths.PathRule((("p", False), ("q", True), ("s", False)), sparse.csr_matrix((2, 2)), 4, 1)
     assert rule.text("r") == "r(X,Y) :- p(X,A), q(B,A), s(B,Y)" and rule.confidence == 0.25
+    reflexive = paths.PathRule((("p", False), ("q", True)), sparse.csr_matrix((2, 2)), 4, 1, reflexive=True)
+    assert reflexive.text("r", " <= ") == "r(X,X) <= p(X,A), q(X,A)"
+
+
+def test_a_body_s_pairs_x_x_are_a_reflexive_rule_of_their_own():
+    """r(X, Y) :- s(X, Y) with X not Y (object identity), and r(X, X) :- s(X, X) counted apart: a campus is its
+    own institution, and the pairs of two different entities say nothing of that."""
+    n = 6
+    s = np.eye(n, dtype=np.float32)
+    s[0, 1] = s[2, 3] = s[4, 5] = 1
+    r = np.diag([1, 1, 1, 0, 0, 0]).astype(np.float32)
+    r[0, 1] = 1
+    matrices = {"r": sparse.csr_matrix(r), "s": sparse.csr_matrix(s)}
+    got = {
+        rule.reflexive: rule for rule in paths.each(matrices, "r", 1, min_correct=1) if rule.atoms == (("s", False),)
+    }
+    assert (got[False].predicted, got[False].correct) == (3, 1)
+    assert (got[True].predicted, got[True].correct) == (6, 3)
+    assert got[True].text("r") == "r(X,X) :- s(X,X)"
+    assert not (got[True].pairs.toarray() - np.eye(n) * (got[True].pairs.toarray() > 0)).any()
 
 
 def test_a_body_past_the_limit_is_left_out(monkeypatch):

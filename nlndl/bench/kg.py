@@ -77,8 +77,9 @@ def protocol(directory: Path) -> dict[str, str]:
         "paths": f"path rules r(X, Y) :- p(X, A), q(A, B), s(B, Y) of up to the path length, each atom read either "
         f"way, counted on the same triples: every path of two atoms that joins a known pair, and of three atoms the "
         f"{THREE_ATOM_PATHS} joining the most of {SAMPLE} known pairs drawn with the seed, with object identity (B is "
-        f"not X, A is not Y); kept where they derive at least {PATH_MIN_CORRECT} known triples, confidence "
-        "correct / predicted; the baseline's rules, and ranked with nlndl's clauses (those no clause restates)",
+        f"not X, A is not Y, X is not Y; what a body derives for X = Y is a reflexive rule r(X, X) :- ... of its "
+        f"own); kept where they derive at least {PATH_MIN_CORRECT} known triples, confidence correct / predicted; "
+        "the baseline's rules, and ranked with nlndl's clauses (those no clause restates)",
         "constants": f"rules r(X, c) :- s(X, d) and r(X, c) :- s(X, _) (and r(c, Y) ...), s any relation either way, "
         f"mined on the same triples: kept where they derive at least {MIN_CORRECT} known triples, confidence "
         f"correct / (predicted + {UNSEEN})",
@@ -241,7 +242,7 @@ def rank_relation(
     for rule in paths.each(graph.known_matrices(), target, config.path_length, config.seed):
         part = base.kept(rule.pairs)
         base.add(part, rule.confidence, kept=True)
-        if learned is not None and rule.atoms not in restated:
+        if learned is not None and not rule.restated(restated):
             counted.add(part, rule.confidence, kept=True)
         count += 1
     constants = ConstantRules.mine(bodies, target, graph.relation_matrix(target))
