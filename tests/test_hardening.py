@@ -234,6 +234,9 @@ def test_non_utf8_sketch_and_facts_are_located(monkeypatch, tmp_path):
         ("a\t\u0663", "r.facts:1:3: error: expected a number"),
         ("a\t" + "9" * 26, "r.facts:1:3: error: expected a number in -2147483648..2147483647"),
         ("a\tb\tc", "r.facts:1:1: error: expected 2 tab-separated fields, got 3"),
+        ("a\x01b\t1", "r.facts:1:1: error: control character in symbol 'a\\x01b'"),
+        ("a\rb\t1", "r.facts:1:1: error: control character in symbol 'a\\rb'"),
+        ("b\t1\r\na\x7f\t2\r", "r.facts:2:1: error: control character in symbol 'a\\x7f'"),
     ],
 )
 def test_facts_fields_are_read_as_souffle_reads_them(monkeypatch, tmp_path, row, message):
