@@ -75,12 +75,14 @@ def boolean(matrix: sparse.spmatrix) -> sparse.csr_matrix:
 def split_diagonal(pairs: sparse.csr_matrix) -> tuple[sparse.csr_matrix, sparse.csr_matrix]:
     """``pairs`` as (those with X not Y, those with X = Y): a path rule's head variables are different
     entities (AnyBURL's object identity), and what a body says of X = Y is a reflexive rule of its own."""
-    coo = pairs.tocoo()
-    keep = coo.row != coo.col
-    if keep.all():
+    diagonal = pairs.diagonal()
+    if not diagonal.any():
         return pairs, sparse.csr_matrix(pairs.shape, dtype=pairs.dtype)
-    part = [sparse.csr_matrix((coo.data[k], (coo.row[k], coo.col[k])), shape=pairs.shape) for k in (keep, ~keep)]
-    return part[0], part[1]
+    rows = np.repeat(np.arange(pairs.shape[0]), np.diff(pairs.indptr))
+    other = pairs.copy()
+    other.data[other.indices == rows] = 0
+    other.eliminate_zeros()
+    return other, sparse.diags(diagonal, format="csr")
 
 
 def steps(a: sparse.csr_matrix, b: sparse.csr_matrix) -> int:
