@@ -45,6 +45,7 @@ runner = CliRunner()
         "even_length",
         "same_generation",
         "divisible_by_3",
+        "list_suffix",
     ],
 )
 def test_task_is_learned_and_verified_by_clingo(task, tmp_path):
