@@ -10,6 +10,7 @@ from pathlib import Path
 
 WORDS = ["abc", "bca", "cab", "dab", "abcd", "bd", "dcba", "ca", "ddc", "bad"]
 NIL = "nil"
+LISTS = [".decl cons(h: symbol, t: symbol, l: symbol)", ".decl empty(l: symbol)"]  # every task's background
 HERE = Path(__file__).parent
 
 
@@ -42,7 +43,7 @@ TASKS = {
     "list_last": (
         "List/Last in the cons/3 encoding: last(L, E) <=> E is the last element of the list L.",
         "4 variables, DNF of 4 terms, recursion",
-        [".decl cons(h: symbol, t: symbol, l: symbol)", ".decl empty(l: symbol)", ".decl last(l: symbol, e: symbol)"],
+        [*LISTS, ".decl last(l: symbol, e: symbol)"],
         ".learn last(vars=4)\n.closed last",
         lambda: positives("last", [(w, w[-1]) for w in lists()]),
         False,
@@ -50,7 +51,7 @@ TASKS = {
     "list_member": (
         "List/Member in the cons/3 encoding: member(E, L) <=> E is an element of the list L.",
         "4 variables, DNF of 4 terms, recursion",
-        [".decl cons(h: symbol, t: symbol, l: symbol)", ".decl empty(l: symbol)", ".decl member(e: symbol, l: symbol)"],
+        [*LISTS, ".decl member(e: symbol, l: symbol)"],
         ".learn member(vars=4)\n.closed member",
         lambda: positives("member", sorted({(e, w) for w in lists() for e in w})),
         False,
@@ -58,7 +59,7 @@ TASKS = {
     "list_suffix": (
         "List/Suffix in the cons/3 encoding: suffix(S, L) <=> S is a proper suffix of L (nil included).",
         "4 variables, DNF of 4 terms, recursion",
-        [".decl cons(h: symbol, t: symbol, l: symbol)", ".decl empty(l: symbol)", ".decl suffix(s: symbol, l: symbol)"],
+        [*LISTS, ".decl suffix(s: symbol, l: symbol)"],
         ".learn suffix(vars=4)\n.closed suffix",
         lambda: positives("suffix", sorted({(w[i:] or NIL, w) for w in lists() for i in range(1, len(w) + 1)})),
         False,
@@ -67,8 +68,7 @@ TASKS = {
         "List/Length in the cons/3 encoding: len(L, N) <=> the list L has N elements (zero/succ numbers).",
         "5 variables, DNF of 4 terms, recursion",
         [
-            ".decl cons(h: symbol, t: symbol, l: symbol)",
-            ".decl empty(l: symbol)",
+            *LISTS,
             ".decl zero(n: number)",
             ".decl succ(n: number, m: number)",
             ".decl len(l: symbol, n: number)",
