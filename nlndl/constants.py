@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import sparse
 
+from nlndl.ranking import Reduced, merge, top_of_levels, top_of_rows
+
 UNSEEN = 5  # AnyBURL's pessimistic correction: confidence = correct / (predicted + UNSEEN)
 MIN_CORRECT = 2  # known triples a rule must derive to be kept (AnyBURL's default)
 
@@ -140,9 +142,9 @@ class ConstantRules:
 
 
 class Scorer:
-    """The best confidence, per candidate, of the rules with a constant that answer a query ``r(e, ?)`` or
-    ``r(?, e)``: those whose body holds for e (constant c the candidate), and those whose constant is e
-    (applied to every entity their body holds for)."""
+    """The rules with a constant that answer a query ``r(e, ?)`` or ``r(?, e)``, per candidate: those whose
+    body holds for e (constant c the candidate), and those whose constant is e (applied to every entity their
+    body holds for)."""
 
     def __init__(self, bodies: Bodies, rules: ConstantRules) -> None:
         self.bodies = bodies
@@ -151,22 +153,44 @@ class Scorer:
         for name, side in (("tails", rules.tails), ("heads", rules.heads)):
             open_, closed = side.confidences()
             self.tables[name] = (open_, closed, open_.T.tocsr(), closed.T.tocsr())
+        # every confidence as its index among the distinct ones, for tables read by body (see reduced)
+        found = [t.data for name in self.tables for t in self.tables[name][:2]]
+        self.values = np.unique(np.concatenate(found)) if found else np.zeros(0)
+        self.levels = {
+            (name, k): np.searchsorted(self.values, self.tables[name][k].data) for name in self.tables for k in (0, 1)
+        }
 
-    def __call__(self, entity: int, tail_asked: bool) -> np.ndarray:
-        out = np.zeros(self.bodies.open.shape[0])
+    def reduced(self, entity: int, tail_asked: bool) -> Reduced:
+        """The candidates these rules derive for the query, each with its best confidences and their noisy-or
+        (:data:`nlndl.ranking.Reduced`, what the ranking aggregates)."""
         asked, other = ("tails", "heads") if tail_asked else ("heads", "tails")
         open_, closed, open_by_constant, closed_by_constant = (*self.tables[asked][:2], *self.tables[other][2:])
-        for incidence, table in ((self.bodies.open, open_), (self.bodies.closed_rows, closed)):
+        candidates, levels = [], []
+        for k, (incidence, table) in enumerate(((self.bodies.open, open_), (self.bodies.closed_rows, closed))):
             held = incidence.indices[incidence.indptr[entity] : incidence.indptr[entity + 1]]
             at = _spans(table.indptr, held)  # the rules of the bodies that hold for entity: c the candidate
-            np.maximum.at(out, table.indices[at], table.data[at])
-        # the rules whose constant is entity, applied to every entity their body holds for
+            candidates.append(table.indices[at])
+            levels.append(self.levels[asked, k][at])
+        found = top_of_levels(np.concatenate(candidates), np.concatenate(levels), self.values)
+        # the rules whose constant is entity, applied to every entity their body holds for: many entities each,
+        # so taken as columns of the body incidence, best rule first
+        columns, conf = [], []
         for incidence, by_constant in zip(self.columns, (open_by_constant, closed_by_constant), strict=True):
             lo, hi = by_constant.indptr[entity], by_constant.indptr[entity + 1]
-            chosen, conf = by_constant.indices[lo:hi], by_constant.data[lo:hi]
-            at = _spans(incidence.indptr, chosen)
-            sizes = incidence.indptr[chosen + 1] - incidence.indptr[chosen]
-            np.maximum.at(out, incidence.indices[at], np.repeat(conf, sizes))
+            columns.append(incidence[:, by_constant.indices[lo:hi]])
+            conf.append(by_constant.data[lo:hi])
+        conf_all = np.concatenate(conf)
+        if not conf_all.size:
+            return found
+        order = np.argsort(-conf_all, kind="stable")
+        applied = sparse.hstack(columns, format="csc")[:, order]
+        return merge(found, top_of_rows(applied.tocsr(), conf_all[order]))
+
+    def __call__(self, entity: int, tail_asked: bool) -> np.ndarray:
+        """Per candidate, the best confidence of the rules of :meth:`reduced`."""
+        out = np.zeros(self.bodies.open.shape[0])
+        candidates, top, _ = self.reduced(entity, tail_asked)
+        out[candidates] = top[:, 0]
         return out
 
     def explain(self, entity: int, tail_asked: bool, candidate: int) -> list[tuple[tuple[str, int, int, bool], float]]:

@@ -45,7 +45,7 @@ from nlndl.distributed import gather, process_rank, share
 from nlndl.errors import JobError
 from nlndl.learn import LearnConfig, LearnResult, learn
 from nlndl.paths import boolean
-from nlndl.ranking import aggregate
+from nlndl.ranking import Aggregate
 from nlndl.runtime.budget import BudgetError
 from nlndl.runtime.train import TrainConfig
 from nlndl.verify import Score
@@ -286,11 +286,10 @@ class RelationRules:
     seconds: float = 0.0
     peak_rss: int = 0  # bytes: the learning process's peak resident memory once this relation was learned
 
-    def scores(self, shape: tuple[int, int], clauses: bool = True, how: str = "max") -> sparse.csr_matrix:
-        """Per (head, tail), the aggregate (:func:`nlndl.ranking.aggregate`: max or noisy-or) of the confidences
-        of the clauses (or the program's rules) deriving it."""
+    def rules(self, shape: tuple[int, int], clauses: bool = True) -> Aggregate:
+        """The clauses (or the program's rules) with their confidences, to rank with (:mod:`nlndl.ranking`)."""
         chosen = self.clauses if clauses else self.program
-        return aggregate([(self.pairs[r], c) for r, c in chosen], shape, how)
+        return Aggregate.of([(self.pairs[r], c) for r, c in chosen], shape)
 
     def chains(self) -> set[tuple[tuple[str, bool], ...]]:
         """The clauses that are path rules, as :class:`nlndl.paths.PathRule` atoms over the graph's relations:
@@ -540,9 +539,9 @@ def predict(
     clauses ``record`` (one relation of kg train's rules.json) holds and the relation's counted rules, mined
     again from the graph (with the ``seed`` and path ``length`` it was learned with): path rules (nlndl.paths)
     that no clause restates, and rules with a constant (nlndl.constants). Each answer comes with the rules
-    that derive it: every clause, and of each kind of counted rule the ``EXPLAINED`` best."""
+    that derive it: every clause, and of each kind of counted rule the ``EXPLAINED`` best. Answers are
+    scored as ``bench kg`` ranks them (:func:`nlndl.ranking.combined`)."""
     from nlndl.constants import ConstantRules, text
-    from nlndl.ranking import max_aggregate
 
     sources = {str(a): str(b) for a, b in record["sources"].items()}
     clauses = [(rule_from_json(c["clause"]), float(c["confidence"]), c["rule"]) for c in record["clauses"]]
@@ -560,10 +559,10 @@ def predict(
         if not rule.restated(restated) and (row := line(rule.pairs)).nnz:
             counted.append((row, rule.confidence, rule.text(relation)))
     n = len(graph.entities)
-    scores = max_aggregate([(row, c) for row, c, _ in rows + counted], (1, n)).toarray().ravel()
     bodies = graph.bodies()
     constants = ConstantRules.mine(bodies, relation, graph.relation_matrix(relation)).scorer(bodies)
-    scores = np.maximum(scores, constants(at, tail_asked))
+    ranked = Aggregate.of([(row, c) for row, c, _ in rows + counted], (1, n))
+    scores = ranked.line(0, True, n, extra=constants.reduced(at, tail_asked))
     known = graph.pairs(relation, KNOWN)
     order = [int(i) for i in np.argsort(-scores, kind="stable") if scores[i] > 0][:k]
     out = []

@@ -9,6 +9,7 @@ import pytest
 from scipy import sparse
 
 from nlndl.constants import MIN_CORRECT, UNSEEN, Bodies, ConstantRules, listing, text
+from nlndl.ranking import TOP
 
 N = 9
 
@@ -86,10 +87,17 @@ def test_rules_and_scores_match_brute_force(seed: int) -> None:
     for entity, tail_asked in itertools.product(range(N), (True, False)):
         want = brute_scores(graph, "r", expected, entity, tail_asked)
         np.testing.assert_allclose(scorer(entity, tail_asked), want)
+        candidates, top, log_miss = scorer.reduced(entity, tail_asked)
         for cand in range(N):
             why = scorer.explain(entity, tail_asked, cand)
             assert (why[0][1] if why else 0.0) == pytest.approx(want[cand])
             assert [c for _, c in why] == sorted((c for _, c in why), reverse=True)
+            confidences = [c for _, c in why]  # every rule deriving cand: its best TOP, and the noisy-or of all
+            (at,) = np.flatnonzero(candidates == cand) if confidences else (None,)
+            best = (confidences + [0.0] * TOP)[:TOP]
+            np.testing.assert_allclose(top[at] if confidences else best, best)
+            if confidences:
+                assert log_miss[at] == pytest.approx(sum(np.log1p(-c) for c in confidences))
 
 
 def test_listing_is_best_first_and_limited() -> None:

@@ -19,7 +19,7 @@ from nlndl.compiler.crisp import BodyAtom, Rule, evaluate
 from nlndl.compiler.diagnostics import Diagnostics
 from nlndl.compiler.triples import QUERY_SHARE, kg_sketch, query_split, read_splits, standard_layout
 from nlndl.kg import Graph, KGConfig, PoolJudge, chain, counted_floor, learn_relation, restates, rule_pairs
-from nlndl.ranking import aggregate, max_aggregate
+from nlndl.ranking import aggregate
 
 runner = CliRunner()
 QUICK = ["--max-iters", "60", "--time-limit", "5"]
@@ -118,10 +118,13 @@ def test_max_aggregation_ranks_by_the_best_rule_then_by_the_others():
     two = sparse.csr_matrix(np.array([[0, 1, 1]], dtype=np.float32))
     three = sparse.csr_matrix(np.array([[0, 0, 1]], dtype=np.float32))
     rules = [(one, 0.9), (two, 0.5), (three, 0.5)]
-    best = max_aggregate(rules, (1, 3)).toarray().ravel()
+    best = aggregate(rules, (1, 3), "max").toarray().ravel()
     assert best[1] > best[0] > best[2], "0.9 and 0.5 above 0.9 alone, above 0.5 and 0.5"
     noisy = aggregate(rules, (1, 3), "noisy-or").toarray().ravel()
     assert noisy[1] > noisy[0] and noisy[2] == pytest.approx(0.75) and noisy[2] < noisy[0]
+    top = aggregate(rules, (1, 3)).toarray().ravel()
+    assert top[1] > top[0] > top[2], "as max here: the second rule at half weight does not pass the best"
+    assert top[2] == pytest.approx(1 - 0.5 * (1 - 0.25)) and top[1] == pytest.approx(1 - 0.1 * 0.75)
     with pytest.raises(ValueError):
         aggregate(rules, (1, 3), "mean")
 

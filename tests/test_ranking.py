@@ -14,7 +14,23 @@ from nlndl.cli import app
 from nlndl.compiler.crisp import BodyAtom, Rule
 from nlndl.engines import clingo_model
 from nlndl.kg import Graph, confidence, rule_pairs
-from nlndl.ranking import mean_rank, metrics, noisy_or, popularity, ranks, ranks_of
+from nlndl.ranking import (
+    AGGREGATIONS,
+    DAMPING,
+    TIE_BREAK,
+    TOP,
+    Aggregate,
+    Reduced,
+    mean_rank,
+    metrics,
+    noisy_or,
+    popularity,
+    ranks,
+    ranks_of,
+    top_of,
+    top_of_levels,
+    top_of_rows,
+)
 
 runner = CliRunner()
 
@@ -40,24 +56,70 @@ def test_noisy_or_combines_the_rules_deriving_a_pair():
     np.testing.assert_allclose(scores, [[0, 1 - 0.5 * 0.8], [0.2, 0]])
 
 
+def scored(matrix: np.ndarray) -> Aggregate:
+    """One rule per score in ``matrix``, deriving the pairs of that score."""
+    values = sorted(set(matrix.ravel().tolist()) - {0.0})
+    return Aggregate.of([(sparse.csr_matrix(matrix == v), v) for v in values], matrix.shape)
+
+
 def test_ranks_ask_both_directions_and_filter_known_pairs():
-    scores = sparse.csr_matrix(np.array([[0, 0.9, 0.8], [0, 0, 0.8], [0.7, 0, 0]]))
-    found = ranks(scores, [(0, 2)], known={(0, 1), (0, 2)})
+    rules = scored(np.array([[0, 0.9, 0.8], [0, 0, 0.8], [0.7, 0, 0]]))
+    found = ranks(rules, [(0, 2)], known={(0, 1), (0, 2)})
     assert found.tolist() == [1.0, 1.5]  # tail of 0: (0, 1) filtered out; head of 2: 0 tied with 1
 
 
-def test_further_scores_are_taken_where_higher_and_only_where_asked():
-    scores = sparse.csr_matrix(np.array([[0, 0.9, 0.3], [0, 0, 0.8], [0.7, 0, 0]]))
+def test_further_rules_join_the_aggregate_and_only_where_asked():
+    rules = scored(np.array([[0, 0.9, 0.3], [0, 0, 0.8], [0.7, 0, 0]]))
     calls = []
 
-    def extra(entity: int, tail_asked: bool) -> np.ndarray:
+    def extra(entity: int, tail_asked: bool) -> Reduced:
         calls.append((entity, tail_asked))
-        return np.array([0.0, 0.0, 0.95]) if tail_asked else np.zeros(3)
+        return top_of(np.array([2] if tail_asked else [], np.int64), np.array([0.95] if tail_asked else []))
 
-    without, taken = ranks_of([(scores, False), (scores, True)], [(0, 2)], {(0, 2)}, extra=extra)
-    assert without.tolist() == ranks(scores, [(0, 2)], {(0, 2)}).tolist() == [2.0, 2.0]
+    without, taken = ranks_of([(rules, "max", False), (rules, "max", True)], [(0, 2)], {(0, 2)}, extra=extra)
+    assert without.tolist() == ranks(rules, [(0, 2)], {(0, 2)}, how="max").tolist() == [2.0, 2.0]
     assert taken.tolist() == [1.0, 2.0], "0.95 lifts 2 above 1 as a tail of 0; the head query is unchanged"
-    assert calls == [(0, True), (2, False)], "computed once a query, for both score matrices"
+    assert calls == [(0, True), (2, False)], "computed once a query, for both rankings"
+
+
+def brute(confidences: list[float], how: str) -> float:
+    """One candidate's score from every confidence of the rules deriving it, as the docs say."""
+    if not confidences:
+        return 0.0
+    ordered = sorted(confidences, reverse=True)
+    either = 1 - np.prod([1 - c for c in ordered])
+    if how == "noisy-or":
+        return either
+    if how == "max":
+        return ordered[0] + TIE_BREAK * either
+    return 1 - (1 - ordered[0]) * np.prod([1 - DAMPING * c for c in ordered[1:TOP]])
+
+
+@pytest.mark.parametrize("buffer", [3, 10**9])
+def test_aggregates_match_every_rule_counted_by_hand(monkeypatch, buffer):
+    """Reduced now and then (a small buffer) or once: per pair the same scores as from all its rules, with the
+    rules of a query's further entries (rules with a constant) taken in as the others are."""
+    monkeypatch.setattr(Aggregate, "BUFFER", buffer)
+    rng = np.random.default_rng(3)
+    shape = (4, 5)
+    rules = [(sparse.csr_matrix(rng.random(shape) < 0.5), float(c)) for c in rng.choice([0.2, 0.5, 0.7, 0.9], 12)]
+    agg = Aggregate.of(rules, shape)
+    entries = (np.array([0, 0, 3, 4]), np.array([0.6, 0.95, 0.2, 0.5]))
+    extra = top_of(*entries)
+    for how in AGGREGATIONS:
+        whole = agg.scores(how).toarray()
+        for h in range(shape[0]):
+            for t in range(shape[1]):
+                want = [c for pairs, c in rules if pairs[h, t]]
+                assert whole[h, t] == pytest.approx(brute(want, how))
+        for h in range(shape[0]):
+            line = agg.line(h, True, shape[1], how, extra)
+            for t in range(shape[1]):
+                want = [c for pairs, c in rules if pairs[h, t]] + entries[1][entries[0] == t].tolist()
+                assert line[t] == pytest.approx(brute(want, how)), (how, h, t)
+        for t in range(shape[1]):
+            column = agg.line(t, False, shape[0], how)
+            np.testing.assert_allclose(column, whole[:, t])
 
 
 def graph(tmp_path: Path) -> Path:
@@ -160,3 +222,26 @@ def test_popularity_counts_the_known_pairs_each_entity_answers():
     known = sparse.csr_matrix(np.array([[0, 1, 1], [0, 0, 1], [0, 0, 0]], dtype=np.float32))
     tails, heads = popularity(known)
     assert tails.tolist() == [0, 1, 2] and heads.tolist() == [2, 1, 0]
+
+
+def test_the_top_of_rules_in_order_of_confidence_is_read_off_a_matrix():
+    rng = np.random.default_rng(5)
+    rules = sparse.csr_matrix(rng.random((9, 12)) < 0.6)
+    confidences = np.sort(rng.choice([0.1, 0.3, 0.6, 0.8], 12))[::-1].copy()
+    coo = rules.tocoo()
+    want = top_of(coo.row.astype(np.int64), confidences[coo.col])
+    for got, expected in zip(top_of_rows(rules, confidences), want, strict=True):
+        np.testing.assert_allclose(got, expected)
+
+
+def test_many_entries_given_as_levels_keep_the_same_best():
+    """Past four entries a candidate, entries are first counted in bands of confidence and only those that can
+    be among a candidate's best are sorted: the same top and noisy-or as sorting them all."""
+    rng = np.random.default_rng(8)
+    values = np.sort(rng.choice(np.linspace(0.01, 0.99, 500), 300, replace=False))
+    for count in (20, 4000):
+        candidates = rng.integers(0, 30, count)
+        levels = rng.integers(0, values.size, count)
+        got = top_of_levels(candidates, levels, values)
+        for a, b in zip(got, top_of(candidates, values[levels]), strict=True):
+            np.testing.assert_allclose(a, b)

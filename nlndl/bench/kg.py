@@ -4,11 +4,13 @@ The baseline mines, for a target relation r, every rule r(X, Y) :- p(X, Y) and r
 over the graph's relations, each atom possibly inverted (p(Y, X)), on facts.txt + train.txt; a rule's
 confidence is its support (known r pairs it derives) over its body count (pairs it derives). Learned
 Datalog rules are scored the same way: each rule's derived pairs, by the crisp evaluator, with its
-confidence on the same triples. Candidates are ranked by the best confidence of the rules that derive them
-(and, beside it, their noisy-or), those of equal score by how often they answer the relation in the known
-triples (nlndl.ranking), filtered, both directions, mean-rank ties. nlndl's clauses rank together with the
-rules with a constant (nlndl.constants), which no clause of a sketch expresses; the baseline is recorded with
-and without them, and nlndl's clauses alone, so that each part's share is seen.
+confidence on the same triples. The baseline ranks candidates by the best confidence of the rules that derive
+them (and, beside it, their noisy-or); nlndl by that best confidence raised by the next few's
+(:func:`nlndl.ranking.combined`, max and noisy-or beside it); those of equal score by how often they answer
+the relation in the known triples (nlndl.ranking), filtered, both directions, mean-rank ties. nlndl's
+clauses rank together with the counted rules and the rules with a constant (nlndl.constants), which no clause
+of a sketch expresses; the baseline is recorded with and without the latter, and nlndl's clauses alone, so
+that each part's share is seen.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from nlndl.kg import (
 )
 from nlndl.paths import LENGTH, SAMPLE, THREE_ATOM_PATHS
 from nlndl.paths import MIN_CORRECT as PATH_MIN_CORRECT
-from nlndl.ranking import Aggregate, Extra, Metrics, aggregate, metrics, popularity, ranks_of
+from nlndl.ranking import AGGREGATION, DAMPING, TOP, Aggregate, Extra, Metrics, Ranked, metrics, popularity, ranks_of
 from nlndl.workers import learn_in_workers
 
 
@@ -98,21 +100,21 @@ def tested_relations(graph: Graph, relations: list[str], directory: Path, split:
     return tested
 
 
-def split_ranks(graph: Graph, target: str, scores: sparse.csr_matrix, split: str = "test") -> np.ndarray:
-    """The ranks of ``target``'s triples of ``split`` by ``scores``, both ways: the other triples of every split
+def split_ranks(graph: Graph, target: str, rules: Aggregate, split: str = "test", how: str = AGGREGATION) -> np.ndarray:
+    """The ranks of ``target``'s triples of ``split`` by ``rules``, both ways: the other triples of every split
     filtered, candidates of equal score ordered by the relation's popularity (:func:`nlndl.ranking.ranks`)."""
-    return split_ranks_of(graph, target, [(scores, False)], split)[0]
+    return split_ranks_of(graph, target, [(rules, how, False)], split)[0]
 
 
 def split_ranks_of(
     graph: Graph,
     target: str,
-    many: list[tuple[sparse.csr_matrix, bool]],
+    many: list[Ranked],
     split: str = "test",
     extra: Extra | None = None,
 ) -> list[np.ndarray]:
-    """:func:`split_ranks` of several score matrices, each with the scores of ``extra`` (the rules with a
-    constant) taken in or not (:func:`nlndl.ranking.ranks_of`)."""
+    """:func:`split_ranks` of several rankings, each with the rules of ``extra`` (the rules with a constant)
+    taken in or not (:func:`nlndl.ranking.ranks_of`)."""
     test = sorted(graph.pairs(target, (split,)))
     return ranks_of(many, test, graph.pairs(target, SPLITS), popularity(graph.relation_matrix(target)), extra)
 
@@ -120,10 +122,10 @@ def split_ranks_of(
 def evaluate_rules(
     graph: Graph, target: str, rules: list[tuple[sparse.csr_matrix, float]], how: str = "max", split: str = "test"
 ) -> Metrics:
-    """Filtered MRR and Hits@k of ranking by the aggregate (max or noisy-or) of ``rules`` on the target's
-    triples of ``split``."""
+    """Filtered MRR and Hits@k of ranking by the aggregate (:data:`nlndl.ranking.AGGREGATIONS`) of ``rules`` on
+    the target's triples of ``split``."""
     n = len(graph.entities)
-    return metrics(split_ranks(graph, target, aggregate(rules, (n, n), how), split))
+    return metrics(split_ranks(graph, target, Aggregate.of(rules, (n, n)), split, how))
 
 
 def baseline(graph: Graph, target: str, length: int = LENGTH, how: str = "max") -> Metrics:
@@ -148,19 +150,20 @@ def nlndl_side(
 ) -> tuple[dict[str, Any], np.ndarray, np.ndarray, np.ndarray]:
     """nlndl's row for one relation: MRR and Hits@k ranking by every clause read out with the counted rules
     (``counted``: the path rules that no clause restates, and ``extra``: the rules with a constant; the ranks
-    returned, by max-aggregation and by noisy-or), by the clauses alone and by the program alone, the
+    returned, by top-, max- and noisy-or aggregation), by the clauses alone and by the program alone, the
     program's rules with their confidence and their precision / recall on test."""
     target, n = learned.relation, len(graph.entities)
     for rule, conf in learned.clauses:
         counted.add(learned.pairs[rule], conf)
-    found, other, clauses, alone = split_ranks_of(
+    found, best, other, clauses, alone = split_ranks_of(
         graph,
         target,
         [
-            (counted.scores("max"), True),
-            (counted.scores("noisy-or"), True),
-            (learned.scores((n, n)), False),
-            (learned.scores((n, n), clauses=False), False),
+            (counted, "top", True),
+            (counted, "max", True),
+            (counted, "noisy-or", True),
+            (learned.rules((n, n)), AGGREGATION, False),
+            (learned.rules((n, n), clauses=False), AGGREGATION, False),
         ],
         split,
         extra,
@@ -172,6 +175,7 @@ def nlndl_side(
     ]
     row = {
         **metrics(found).to_json(),
+        "max": metrics(best).to_json(),
         "noisy-or": metrics(other).to_json(),
         "clauses_alone": metrics(clauses).to_json(),
         "program": {
@@ -182,7 +186,7 @@ def nlndl_side(
         "clauses_read": len(learned.result.clauses),
         **own,
     }
-    return row, found, other, clauses
+    return row, found, best, other, clauses
 
 
 def run(
@@ -246,11 +250,10 @@ def rank_relation(
             counted.add(part, rule.confidence, kept=True)
         count += 1
     constants = ConstantRules.mine(bodies, target, graph.relation_matrix(target))
-    extra = constants.scorer(bodies)
-    best = base.scores("max")
+    extra = constants.scorer(bodies).reduced
     ranks: dict[str, np.ndarray] = {}
     ranks["base"], ranks["base_or"], ranks["base_const"] = split_ranks_of(
-        graph, target, [(best, False), (base.scores("noisy-or"), False), (best, True)], split, extra
+        graph, target, [(base, "max", False), (base, "noisy-or", False), (base, "max", True)], split, extra
     )
     row: dict[str, Any] = {"relation": target, "test": len(asked), "baseline": metrics(ranks["base"]).to_json()}
     row["baseline"]["noisy-or"] = metrics(ranks["base_or"]).to_json()
@@ -259,7 +262,7 @@ def rank_relation(
     row["baseline"]["rules"] = count
     row["constant_rules"] = constants.count()
     if learned is not None:
-        row["nlndl"], ranks["nln"], ranks["nln_or"], ranks["clauses"] = nlndl_side(
+        row["nlndl"], ranks["nln"], ranks["nln_max"], ranks["nln_or"], ranks["clauses"] = nlndl_side(
             graph, learned, counted, split, extra
         )
     return row, ranks
@@ -294,7 +297,9 @@ def _rank(
             told(target)
             done[target] = rank_relation(directory, graph, target, config, split, learned.get(target))
     rows, alone_all = [], []
-    totals: dict[str, list[np.ndarray]] = {k: [] for k in ("base", "base_or", "base_const", "nln", "nln_or", "clauses")}
+    totals: dict[str, list[np.ndarray]] = {
+        k: [] for k in ("base", "base_or", "base_const", "nln", "nln_max", "nln_or", "clauses")
+    }
     for target in chosen:
         row, ranks = done[target]
         for key, found in ranks.items():
@@ -310,9 +315,11 @@ def _rank(
     out["split"] = split  # the triples ranked: test, or valid to tune on
     out["path_length"] = config.path_length
     out["aggregation"] = (
-        "max (ties broken by noisy-or); noisy-or beside it; nlndl's clauses with the counted path rules "
-        "(nlndl.paths); rules with a constant (nlndl.constants) by their best confidence, in nlndl's ranking and "
-        "in baseline_constants"
+        f"nlndl: top, 1 - (1 - c1) (1 - {DAMPING} c2) ... (1 - {DAMPING} c{TOP}) over the confidences of the rules "
+        "deriving a candidate, best first: nlndl's clauses, the counted path rules that no clause restates "
+        "(nlndl.paths) and the rules with a constant (nlndl.constants); nlndl_max (ties broken by noisy-or) and "
+        "nlndl_noisy_or beside it. baseline: the counted path rules by max, baseline_noisy_or beside it; "
+        "baseline_constants: the path rules and the rules with a constant, by max"
     )
     out["protocol"] = protocol(directory)
     out["processes"] = process_rank(config.device).size
@@ -322,6 +329,7 @@ def _rank(
     if learn:
         out["learning_seconds"] = learned_seconds
         out["nlndl"] = metrics(np.concatenate(totals["nln"])).to_json()
+        out["nlndl_max"] = metrics(np.concatenate(totals["nln_max"])).to_json()
         out["nlndl_noisy_or"] = metrics(np.concatenate(totals["nln_or"])).to_json()
         out["nlndl_clauses"] = metrics(np.concatenate(totals["clauses"])).to_json()
         weights = [r["queries"] for r in alone_all]
