@@ -72,6 +72,42 @@ def mean_rank(scores: np.ndarray, answer: int, filtered: np.ndarray, prior: np.n
     return better + (tied + 1) / 2
 
 
+class Ranker:
+    """:func:`mean_rank` of a query from its scored candidates alone (every other entity scores 0), without
+    a row of every entity: the unscored are counted by the ``prior`` sorted once, not compared one by one."""
+
+    def __init__(self, size: int, prior: np.ndarray | None = None) -> None:
+        self.size = size
+        self.prior = prior
+        self.ordered = np.sort(prior) if prior is not None else None
+
+    def rank(self, candidates: np.ndarray, scores: np.ndarray, answer: int, filtered: np.ndarray) -> float:
+        """``candidates`` (distinct, ascending) scoring ``scores`` (above 0); the rest as :func:`mean_rank`."""
+        filtered = np.unique(filtered[filtered != answer])
+        kept = ~np.isin(candidates, filtered, assume_unique=True)
+        candidates, scores = candidates[kept], scores[kept]
+        at = np.searchsorted(candidates, answer)
+        own = scores[at] if at < candidates.size and candidates[at] == answer else 0.0
+        if own > 0:
+            if self.prior is None:
+                return int(np.count_nonzero(scores > own)) + (int(np.count_nonzero(scores == own)) + 1) / 2
+            mine, theirs = self.prior[answer], self.prior[candidates]
+            same = scores == own
+            better = int(np.count_nonzero(scores > own)) + int(np.count_nonzero(same & (theirs > mine)))
+            return better + (int(np.count_nonzero(same & (theirs == mine))) + 1) / 2
+        scored = candidates.size  # all above the answer; the unscored: every entity neither scored nor filtered
+        if self.prior is None:
+            return scored + (self.size - scored - filtered.size + 1) / 2
+        mine = self.prior[answer]
+        above = self.size - np.searchsorted(self.ordered, mine, side="right")
+        level = np.searchsorted(self.ordered, mine, side="right") - np.searchsorted(self.ordered, mine, side="left")
+        for out in (candidates, filtered):
+            theirs = self.prior[out]
+            above -= int(np.count_nonzero(theirs > mine))
+            level -= int(np.count_nonzero(theirs == mine))
+        return scored + int(above) + (int(level) + 1) / 2  # level: the answer among them
+
+
 def popularity(known: sparse.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
     """(per entity, the known pairs it is the tail of; ... the head of): the order in which a query
     ``r(h, ?)`` (tails) or ``r(?, t)`` (heads) takes candidates that no rule tells apart. These are the rules
@@ -189,15 +225,23 @@ def merge(*parts: Reduced) -> Reduced:
     parts = tuple(p for p in parts if p[0].size)
     if len(parts) <= 1:
         return parts[0] if parts else (np.zeros(0, np.int64), np.zeros((0, TOP)), np.zeros(0))
-    merged = np.unique(np.concatenate([candidates for candidates, _, _ in parts]))
-    side = np.zeros((merged.size, TOP * len(parts)))
+    merged = np.concatenate([candidates for candidates, _, _ in parts])
+    merged.sort(kind="stable")  # sorted runs: merged, not sorted anew
+    merged = merged[np.concatenate([[True], merged[1:] != merged[:-1]])]
+    places = [np.searchsorted(merged, candidates) for candidates, _, _ in parts]
+    shared = np.bincount(np.concatenate(places), minlength=merged.size) > 1  # rows that more than one part has
+    row = np.cumsum(shared) - 1  # a shared candidate's row among the shared
+    out = np.zeros((merged.size, TOP))
+    side = np.zeros((int(shared.sum()), TOP * len(parts)))
     log_miss = np.zeros(merged.size)
-    for k, (candidates, top, miss) in enumerate(parts):
-        at = np.searchsorted(merged, candidates)
-        side[at, k * TOP : (k + 1) * TOP] = top
+    for k, ((_, top, miss), at) in enumerate(zip(parts, places, strict=True)):
+        both = shared[at]
+        out[at[~both]] = top[~both]
+        side[row[at[both]], k * TOP : (k + 1) * TOP] = top[both]
         log_miss[at] += miss
     side.sort(axis=1)
-    return merged, np.ascontiguousarray(side[:, ::-1][:, :TOP]), log_miss
+    out[shared] = side[:, ::-1][:, :TOP]
+    return merged, out, log_miss
 
 
 class Aggregate:
@@ -354,21 +398,22 @@ def ranks_of(
     for h, t in known:
         by_head.setdefault(h, []).append(t)
         by_tail.setdefault(t, []).append(h)
-    tails, heads = prior if prior is not None else (None, None)
+    tails, heads = prior if prior is not None else (None, None)  # popularity's order: tails, heads
+    rankers = {True: Ranker(many[0][0].shape[1], tails), False: Ranker(many[0][0].shape[0], heads)} if many else {}
     out: list[list[float]] = [[] for _ in many]
     wanted = extra is not None and any(use for _, _, use in many)
     for h, t in test:
-        for entity, answer, tail_asked, filtered, order in (
-            (h, t, True, by_head.get(h, []), tails),
-            (t, h, False, by_tail.get(t, []), heads),
+        for entity, answer, tail_asked, filtered in (
+            (h, t, True, by_head.get(h, [])),
+            (t, h, False, by_tail.get(t, [])),
         ):
             more = extra(entity, tail_asked) if wanted else None
             filtered = np.array(filtered, dtype=np.int64)
             merged: dict[tuple[int, bool], Reduced] = {}  # once per rules
             for k, (rules, how, use) in enumerate(many):
-                size = rules.shape[1] if tail_asked else rules.shape[0]
                 if (id(rules), use) not in merged:
                     merged[id(rules), use] = rules.merged(entity, tail_asked, more if use else None)
-                row = _line(merged[id(rules), use], size, how)
-                out[k].append(mean_rank(row, answer, filtered, order))
+                candidates, top, log_miss = merged[id(rules), use]
+                scores = combined(top, log_miss, how)
+                out[k].append(rankers[tail_asked].rank(candidates, scores, answer, filtered))
     return [np.array(r) for r in out]

@@ -20,6 +20,7 @@ from nlndl.ranking import (
     TIE_BREAK,
     TOP,
     Aggregate,
+    Ranker,
     Reduced,
     mean_rank,
     metrics,
@@ -245,3 +246,21 @@ def test_many_entries_given_as_levels_keep_the_same_best():
         got = top_of_levels(candidates, levels, values)
         for a, b in zip(got, top_of(candidates, values[levels]), strict=True):
             np.testing.assert_allclose(a, b)
+
+
+@pytest.mark.parametrize("with_prior", [False, True])
+def test_ranks_from_the_scored_candidates_alone_are_the_mean_ranks_of_the_whole_row(with_prior):
+    """Ranker counts the unscored entities by the sorted prior: the same rank as mean_rank over every entity,
+    answers scored or not, filtered or not, ties in score and in prior."""
+    rng = np.random.default_rng(11)
+    size = 40
+    for _ in range(300):
+        prior = rng.integers(0, 4, size).astype(float) if with_prior else None
+        ranker = Ranker(size, prior)
+        candidates = np.sort(rng.choice(size, rng.integers(0, 12), replace=False))
+        scores = rng.choice([0.2, 0.5, 0.9], candidates.size)
+        answer = int(rng.integers(size))
+        filtered = rng.choice(size, rng.integers(0, 6))  # may hold the answer and repeat an entity
+        row = np.zeros(size)
+        row[candidates] = scores
+        assert ranker.rank(candidates, scores, answer, filtered) == mean_rank(row, answer, filtered, prior)
