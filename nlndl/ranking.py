@@ -123,6 +123,12 @@ AGGREGATION = "top"  # how candidates are ranked unless said otherwise
 BUCKETS = 16  # bands of confidence in which top_of_levels counts a query's many entries before sorting them
 
 
+def log_misses(confidences: np.ndarray) -> np.ndarray:
+    """log(1 - c) of each confidence, a certain rule (c = 1) held just short of it so that the sum stays finite:
+    the terms of a noisy-or, added up."""
+    return np.log1p(-np.minimum(confidences, 1 - 1e-9))
+
+
 def combined(top: np.ndarray, log_miss: np.ndarray, how: str = AGGREGATION) -> np.ndarray:
     """Per candidate, its score from ``top`` (candidates x ``TOP``: the best confidences of the rules deriving
     it, best first, 0 where fewer) and ``log_miss`` (the sum of log(1 - confidence) over all of them):
@@ -141,7 +147,7 @@ def combined(top: np.ndarray, log_miss: np.ndarray, how: str = AGGREGATION) -> n
         return top[:, 0] + TIE_BREAK * either
     weight = np.full(top.shape[1], DAMPING)
     weight[0] = 1.0
-    return -np.expm1(np.log1p(-np.minimum(top * weight, 1 - 1e-9)).sum(axis=1))
+    return -np.expm1(log_misses(top * weight).sum(axis=1))
 
 
 def noisy_or(rules: list[tuple[Pairs, float]], shape: tuple[int, int]) -> sparse.csr_matrix:
@@ -175,7 +181,7 @@ def top_of_levels(candidates: np.ndarray, levels: np.ndarray, values: np.ndarray
         return _top_sorted(candidates, np.zeros(0))
     candidates = candidates.astype(np.int64)
     size = int(candidates.max()) + 1
-    log_miss = np.bincount(candidates, np.log1p(-np.minimum(values[levels], 1 - 1e-9)), minlength=size)
+    log_miss = np.bincount(candidates, log_misses(values[levels]), minlength=size)
     if candidates.size > 4 * size:
         band = levels.astype(np.int64) * BUCKETS // max(values.size, 1)
         counts = np.bincount(candidates * BUCKETS + band, minlength=size * BUCKETS).reshape(size, BUCKETS)
@@ -199,7 +205,7 @@ def _top_sorted(candidates: np.ndarray, confidences: np.ndarray) -> Reduced:
     top = np.zeros((starts.size, TOP))
     kept = place < TOP
     top[group[kept], place[kept]] = confidences[kept]
-    log_miss = np.add.reduceat(np.log1p(-np.minimum(confidences, 1 - 1e-9)), starts)
+    log_miss = np.add.reduceat(log_misses(confidences), starts)
     return candidates[starts], top, log_miss
 
 
@@ -215,7 +221,7 @@ def top_of_rows(rules: sparse.csr_matrix, confidences: np.ndarray) -> Reduced:
     for level in range(TOP):
         has = np.flatnonzero(sizes > level)
         top[has, level] = confidences[rules.indices[starts[has] + level]]
-    log_miss = rules @ np.log1p(-np.minimum(confidences, 1 - 1e-9))
+    log_miss = rules @ log_misses(confidences)
     return present, top, log_miss[present]
 
 
@@ -310,7 +316,7 @@ class Aggregate:
         self.keys = [np.repeat(unique, levels.sum(axis=1))]
         self.confidence = [top[levels]]
         self.miss_keys = [unique]
-        self.log_miss = [log_miss - np.log1p(-np.minimum(top, 1 - 1e-9)).sum(axis=1)]
+        self.log_miss = [log_miss - log_misses(top).sum(axis=1)]
         self.held = self.keys[0].size
         self.reduced = (unique, top, log_miss)
         self.by_column = None
@@ -349,14 +355,10 @@ class Aggregate:
         self, entity: int, tail_asked: bool, size: int, how: str = AGGREGATION, extra: Reduced | None = None
     ) -> np.ndarray:
         """Every candidate's score for the query (0 where no rule derives it), with ``extra`` (:meth:`merged`)."""
-        return _line(self.merged(entity, tail_asked, extra), size, how)
-
-
-def _line(merged: Reduced, size: int, how: str) -> np.ndarray:
-    candidates, top, log_miss = merged
-    out = np.zeros(size)
-    out[candidates] = combined(top, log_miss, how)
-    return out
+        candidates, top, log_miss = self.merged(entity, tail_asked, extra)
+        out = np.zeros(size)
+        out[candidates] = combined(top, log_miss, how)
+        return out
 
 
 def _selector(entities: np.ndarray, n: int) -> sparse.csr_matrix:
@@ -379,8 +381,8 @@ def ranks(
 ) -> np.ndarray:
     """The ranks of every test pair (h, t) asked both ways: among the tails of h and among the heads of t,
     scored by the rules (:meth:`Aggregate.line`), the other ``known`` true pairs filtered out; candidates of
-    equal score ordered by ``prior`` (tails, heads: :func:`popularity`) where given; ``extra``: the entries of
-    further rules (nlndl.constants), aggregated with the others."""
+    equal score ordered by ``prior`` (tails, heads: :func:`popularity`) where given; ``extra``: the candidates
+    of further rules (nlndl.constants), aggregated with the others."""
     return ranks_of([(rules, how, extra is not None)], test, known, prior, extra)[0]
 
 

@@ -145,35 +145,32 @@ def crisp_test(graph: Graph, target: str, pairs: list[sparse.csr_matrix], split:
     }
 
 
-def nlndl_side(
-    graph: Graph, learned: RelationRules, counted: Aggregate, split: str = "test", extra: Extra | None = None
-) -> tuple[dict[str, Any], np.ndarray, np.ndarray, np.ndarray]:
-    """nlndl's row for one relation: MRR and Hits@k ranking by every clause read out with the counted rules
-    (``counted``: the path rules that no clause restates, and ``extra``: the rules with a constant; the ranks
-    returned, by top-, max- and noisy-or aggregation), by the clauses alone and by the program alone, the
-    program's rules with their confidence and their precision / recall on test."""
-    target, n = learned.relation, len(graph.entities)
+def nlndl_rankings(learned: RelationRules, counted: Aggregate, n: int) -> list[Ranked]:
+    """nlndl's rankings of one relation: every clause read out with the counted rules (``counted``: the path
+    rules that no clause restates; the rules with a constant joining them) by top-, max- and noisy-or
+    aggregation, then the clauses alone and the program alone."""
     for rule, conf in learned.clauses:
         counted.add(learned.pairs[rule], conf)
-    found, best, other, clauses, alone = split_ranks_of(
-        graph,
-        target,
-        [
-            (counted, "top", True),
-            (counted, "max", True),
-            (counted, "noisy-or", True),
-            (learned.rules((n, n)), AGGREGATION, False),
-            (learned.rules((n, n), clauses=False), AGGREGATION, False),
-        ],
-        split,
-        extra,
-    )
+    return [
+        (counted, "top", True),
+        (counted, "max", True),
+        (counted, "noisy-or", True),
+        (learned.rules((n, n)), AGGREGATION, False),
+        (learned.rules((n, n), clauses=False), AGGREGATION, False),
+    ]
+
+
+def nlndl_row(graph: Graph, learned: RelationRules, ranks: list[np.ndarray], split: str = "test") -> dict[str, Any]:
+    """nlndl's row for one relation from the ranks of :func:`nlndl_rankings`: MRR and Hits@k of each, the
+    program's rules with their confidence and their precision / recall on test."""
+    found, best, other, clauses, alone = ranks
+    target = learned.relation
     own = learned.to_json()
     rules = [
         {"rule": text, "confidence": conf, **crisp_test(graph, target, [learned.pairs[rule]], split)}
         for text, conf, (rule, _) in zip(own.pop("rules"), own.pop("confidences"), learned.program, strict=True)
     ]
-    row = {
+    return {
         **metrics(found).to_json(),
         "max": metrics(best).to_json(),
         "noisy-or": metrics(other).to_json(),
@@ -186,7 +183,6 @@ def nlndl_side(
         "clauses_read": len(learned.result.clauses),
         **own,
     }
-    return row, found, best, other, clauses
 
 
 def run(
@@ -250,26 +246,22 @@ def rank_relation(
             counted.add(part, rule.confidence, kept=True)
         count += 1
     constants = ConstantRules.mine(bodies, target, graph.relation_matrix(target))
-    extra = constants.scorer(bodies).reduced
-    ranks: dict[str, np.ndarray] = {}
-    ranks["base"], ranks["base_or"], ranks["base_const"], ranks["counted"] = split_ranks_of(
-        graph,
-        target,
-        [(base, "max", False), (base, "noisy-or", False), (base, "max", True), (base, "top", True)],
-        split,
-        extra,
-    )
+    rankings: list[Ranked] = [(base, "max", False), (base, "noisy-or", False), (base, "max", True), (base, "top", True)]
+    if learned is not None:
+        rankings += nlndl_rankings(learned, counted, n)
+    # one pass over the queries, so that each query's rules with a constant are gathered once for all rankings
+    found = split_ranks_of(graph, target, rankings, split, constants.scorer(bodies).reduced)
+    ranks = dict(zip(("base", "base_or", "base_const", "counted"), found[:4], strict=True))
     row: dict[str, Any] = {"relation": target, "test": len(asked), "baseline": metrics(ranks["base"]).to_json()}
     row["baseline"]["noisy-or"] = metrics(ranks["base_or"]).to_json()
     row["baseline"]["constants"] = metrics(ranks["base_const"]).to_json()
     row["baseline"]["counted_top"] = metrics(ranks["counted"]).to_json()
-    row["baseline"]["seconds"] = round(time.perf_counter() - start, 2)
+    row["baseline"]["seconds"] = round(time.perf_counter() - start, 2)  # counting, and every ranking of it
     row["baseline"]["rules"] = count
     row["constant_rules"] = constants.count()
     if learned is not None:
-        row["nlndl"], ranks["nln"], ranks["nln_max"], ranks["nln_or"], ranks["clauses"] = nlndl_side(
-            graph, learned, counted, split, extra
-        )
+        row["nlndl"] = nlndl_row(graph, learned, found[4:], split)
+        ranks.update(zip(("nln", "nln_max", "nln_or", "clauses"), found[4:8], strict=True))
     return row, ranks
 
 
