@@ -18,8 +18,9 @@ from nlndl import __version__
 from nlndl.compiler.ast import Sketch
 from nlndl.compiler.check import Checked, check
 from nlndl.compiler.diagnostics import CompileError, Diagnostics
-from nlndl.compiler.ground import GroundWorld, ground_worlds, lower
+from nlndl.compiler.ground import GroundWorld, ground_worlds
 from nlndl.compiler.ir import CompiledProgram
+from nlndl.compiler.lowering import lower
 from nlndl.compiler.parser import parse_file, parse_source
 from nlndl.compiler.steps import default_steps
 from nlndl.compiler.subgraph import MIN_ENTITIES, auto_choice, auto_entities, grow, whole_world

@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from safetensors import SafetensorError
 from safetensors.numpy import load_file, save_file
+
+from nlndl.compiler.symbols import SymbolTable
+
+T = TypeVar("T")
 
 FORMAT = "nlndl-program/3"  # the only layout read back: a program saved by an older nlndl is compiled again
 
@@ -194,6 +199,27 @@ class CompiledProgram:
     noise: float | None = None  # the sketch's .noise: training's default tolerance of wrong labels
     warnings: list[str] = field(default_factory=list)  # rendered compile warnings (not saved)
     inputs: dict[str, str] = field(default_factory=dict)  # each file read (sketch, includes, facts) -> SHA-256
+    # what later stages derive from the program (decoded symbols, export names, checked worlds), kept by
+    # :meth:`once`; a copy made with dataclasses.replace or copy.copy starts without it
+    _derived: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __copy__(self) -> CompiledProgram:
+        copied = object.__new__(CompiledProgram)
+        copied.__dict__.update(self.__dict__)
+        copied._derived = {}
+        return copied
+
+    def once(self, key: Any, compute: Callable[[], T]) -> T:
+        """``compute()``, computed on the first call for ``key`` and kept with the program: every stage after
+        compilation reads the same decoded symbols, names and facts instead of decoding them again."""
+        if key not in self._derived:
+            self._derived[key] = compute()
+        return self._derived[key]
+
+    @property
+    def symbol_table(self) -> SymbolTable:
+        """The symbols decoded into a table (ids both ways), once."""
+        return self.once("symbols", lambda: SymbolTable.from_json(self.symbols))
 
     def summary(self) -> dict[str, Any]:
         """The figures ``nlndl compile`` prints (and ``--json`` emits)."""

@@ -23,8 +23,8 @@ import numpy as np
 from nlndl.compiler.diagnostics import size_text
 
 if TYPE_CHECKING:
-    from nlndl.compiler.ground import Lowering
     from nlndl.compiler.ir import InputAtom
+    from nlndl.compiler.lowering import Lowering
 
 PAIR_BYTES = 8 * 4  # per candidate (row, value) pair: row index, value, sort key, sorted copy
 COLUMN_BYTES = 8 * 3  # per kept row and variable: its column, the gathered copy, the pruning test's slots
@@ -32,7 +32,7 @@ COLUMN_BYTES = 8 * 3  # per kept row and variable: its column, the gathered copy
 
 class JoinTooLarge(Exception):
     """An intermediate result of the join would not fit; the message has the estimate (raised out of
-    :meth:`Lowering.kept` and :func:`~nlndl.compiler.ground.demand` as ``(predicate, message)``)."""
+    :meth:`Lowering.kept` and :func:`~nlndl.compiler.lowering.demand` as ``(predicate, message)``)."""
 
 
 def joinable(low: Lowering) -> bool:

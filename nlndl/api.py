@@ -17,30 +17,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from nlndl.compiler import SketchText, compile_sketch, ground_sketch
+from nlndl.compiler import SketchText, compile_sketch
 from nlndl.compiler.ir import CompiledProgram
-from nlndl.defaults import SUBGRAPH
-from nlndl.errors import NlndlError
+from nlndl.defaults import CLASS_WEIGHTS, MAX_ITERS, SUBGRAPH, TRAIN_MEMORY_BYTES
+from nlndl.errors import JobError, NlndlError
 from nlndl.export import write_program
-from nlndl.jobs import (
-    JobError,
-    TrainPlan,
-    TrainRun,
-    evaluate_ldpc_decoder,
-    export_text,
-    plan_training,
-    predict_kg,
-    saved_tanner_graph,
-    tanner_graph,
-    train_kg,
-    train_ldpc_decoder,
-    write_kg_sketch,
-)
-from nlndl.learn import LearnConfig, LearnResult, learn
+from nlndl.jobs.ilp import TrainPlan, TrainRun, export_text, plan_training, prepare_training, training_config
+from nlndl.jobs.kg import predict_kg, train_kg, write_kg_sketch
+from nlndl.jobs.ldpc import evaluate_ldpc_decoder, saved_tanner_graph, tanner_graph, train_ldpc_decoder
+from nlndl.learn import LearnResult, learn
 from nlndl.output import OutputDir
 from nlndl.rules import read_rules
-from nlndl.runtime.config import ChainConfig
-from nlndl.runtime.train import TrainConfig
 from nlndl.verify import Score, clingo_score, crisp_score
 
 __all__ = [
@@ -56,6 +43,7 @@ __all__ = [
     "export",
     "export_text",
     "plan_training",
+    "prepare_training",
     "predict_kg",
     "read_rules",
     "saved_tanner_graph",
@@ -63,6 +51,7 @@ __all__ = [
     "train",
     "train_kg",
     "train_ldpc_decoder",
+    "training_config",
     "write_kg_sketch",
 ]
 
@@ -89,40 +78,40 @@ def train(
     program: CompiledProgram | str | Path,
     seed: int = 0,
     restarts: int | None = None,
-    max_iters: int = TrainConfig.max_iters,
+    max_iters: int = MAX_ITERS,
     time_limit: float | None = None,
     device: str = "cpu",
-    class_weight: str = ChainConfig.class_weight,
+    class_weight: str = CLASS_WEIGHTS[0],
     noise: float | None = None,
     validation: float | None = None,
     fact_dir: str | Path | None = None,
     background: Sequence[str | Path] = (),
     subgraph: int | str | None = SUBGRAPH,
+    memory_limit: int = TRAIN_MEMORY_BYTES,
     **kwargs,
 ) -> LearnResult:
-    """Learn the sketch's predicates; ``result.solved`` means clingo verified the rules on every world. A sketch
-    path is compiled first (with ``fact_dir`` and ``background``, its sampled negatives drawn from ``seed``).
-    ``class_weight``: a positive example's weight in the loss (see ``ChainConfig.class_weight``); ``noise``:
-    accept rules wrong on at most that fraction of the examples (``result.accepted``, ``result.score``);
-    ``validation``: hold out that fraction of each class of examples, drawn with ``seed``, and score the rules on
-    them (``result.validation``, by clingo); ``subgraph`` (a sketch path only): as ``nlndl train --subgraph``,
-    auto by default, the subgraph grown from counterexamples until the rules hold on the whole world;
-    ``kwargs``: those of :func:`nlndl.learn.learn` (progress, resume, checkpoint)."""
-    grow = None
-    if not isinstance(program, CompiledProgram):
-        extra = tuple(Path(b) for b in background)
-        grounded = ground_sketch(Path(program), Path(fact_dir) if fact_dir else None, background=extra)
-        program = grounded.lower(seed=seed, subgraph=subgraph)
-        grow = grounded.grow if program.whole else None
-    config = LearnConfig(
-        train=TrainConfig(seed=seed, max_iters=max_iters, time_limit=time_limit),
-        chain=ChainConfig(restarts=restarts, class_weight=class_weight),  # restarts None: auto_restarts
-        device=device,
-        noise=noise if noise is not None else program.noise,  # the sketch's .noise unless given
-        validation=validation,
-        grow=grow,
-    )
-    return learn(program, config, **kwargs)
+    """Learn the sketch's predicates as ``nlndl train`` does, without writing files; ``result.solved`` means
+    clingo verified the rules on every world. A sketch path is compiled and its training settled by the same
+    function as ``nlndl train`` (:func:`nlndl.jobs.prepare_training`: sampled negatives drawn from ``seed``,
+    ``fact_dir`` and ``background`` read, ``subgraph`` auto by default, grown from counterexamples until the
+    rules hold on the whole world); a compiled program is trained as it is. Either way training is fitted
+    into ``memory_limit`` bytes. ``class_weight``: a positive example's weight in the loss (see
+    ``ChainConfig.class_weight``); ``noise``: accept rules wrong on at most that fraction of the examples
+    (``result.accepted``, ``result.score``); ``validation``: hold out that fraction of each class of examples,
+    drawn with ``seed``, and score the rules on them (``result.validation``, by clingo); ``kwargs``: those of
+    :func:`nlndl.learn.learn` (progress, resume, checkpoint)."""
+    settings = dict(
+        seed=seed, restarts=restarts, max_iters=max_iters, time_limit=time_limit, device=device,
+        class_weight=class_weight, memory_limit=memory_limit, noise=noise, validation=validation,
+    )  # fmt: skip
+    if isinstance(program, CompiledProgram):
+        config, _ = training_config(program, **settings)
+        return learn(program, config, **kwargs)
+    prepared = prepare_training(
+        Path(program), Path(fact_dir) if fact_dir else None, background=[Path(b) for b in background],
+        subgraph=subgraph, **settings,
+    )  # fmt: skip
+    return learn(prepared.program, prepared.config, collective=prepared.collective, **kwargs)
 
 
 def export(out: str | Path, name: str, program: CompiledProgram, result: LearnResult, origin: str = "") -> list[Path]:

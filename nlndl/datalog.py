@@ -25,7 +25,8 @@ class Names:
 
     @classmethod
     def for_program(cls, program: CompiledProgram) -> Names:
-        return cls.for_relations(list(program.relations))
+        """The names of ``program``'s relations, worked out once per program."""
+        return program.once("names", lambda: cls.for_relations(list(program.relations)))
 
     @classmethod
     def for_relations(cls, relations: list[str]) -> Names:

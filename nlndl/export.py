@@ -11,7 +11,6 @@ from pathlib import Path
 from nlndl import __version__
 from nlndl.compiler.crisp import Rule
 from nlndl.compiler.ir import CompiledProgram
-from nlndl.compiler.symbols import SymbolTable
 from nlndl.datalog import Names, facts_lines, render
 from nlndl.verify import checked_worlds
 
@@ -23,7 +22,7 @@ def used_relations(program: CompiledProgram, rules: list[Rule]) -> list[str]:
 
 
 def souffle_text(program: CompiledProgram, rules: list[Rule], origin: str) -> str:
-    names, symbols = Names.for_program(program), SymbolTable.from_json(program.symbols)
+    names, symbols = Names.for_program(program), program.symbol_table
     lines = [f"// Learned by nlndl {__version__} from {origin} (sketch sha256 {program.sketch_hash[:16]}...)"]
     lines += names.header("//")
     relations = used_relations(program, rules)
@@ -42,7 +41,7 @@ def souffle_text(program: CompiledProgram, rules: list[Rule], origin: str) -> st
 
 
 def clingo_text(program: CompiledProgram, rules: list[Rule], origin: str) -> str:
-    names, symbols = Names.for_program(program), SymbolTable.from_json(program.symbols)
+    names, symbols = Names.for_program(program), program.symbol_table
     lines = [f"% Learned by nlndl {__version__} from {origin} (sketch sha256 {program.sketch_hash[:16]}...)"]
     lines += names.header("%")
     lines.append("% facts: one <name>.<world>.facts.lp file per world")
@@ -71,7 +70,7 @@ def write_program(out: Path, stem: str, program: CompiledProgram, rules: list[Ru
     moves them into place; see nlndl.output.OutputDir)."""
     out.mkdir(parents=True, exist_ok=True)
     names = Names.for_program(program)
-    symbols = SymbolTable.from_json(program.symbols)
+    symbols = program.symbol_table
     written = [out / f"{stem}.dl", out / f"{stem}.lp"]
     written[0].write_text(souffle_text(program, rules, origin))
     written[1].write_text(clingo_text(program, rules, origin))

@@ -43,7 +43,7 @@ from nlndl.defaults import (
 )
 from nlndl.distributed import gather, process_rank, share
 from nlndl.errors import JobError
-from nlndl.learn import LearnConfig, LearnResult, learn
+from nlndl.learn import LearnConfig, LearnResult, fit, learn
 from nlndl.paths import boolean
 from nlndl.ranking import Aggregate
 from nlndl.runtime.budget import BudgetError
@@ -419,7 +419,7 @@ def learn_relation(directory: Path, graph: Graph, target: str, config: KGConfig)
         judge=judge,
     )
     try:
-        result = learn(program, learned)
+        result = learn(program, fit(program, learned)[0])
     except BudgetError as exc:
         raise JobError(f"{directory}: error: relation {target!r}: {exc}") from None
     seconds = time.perf_counter() - start

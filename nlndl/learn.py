@@ -8,7 +8,6 @@ accepted instead, the shortest description winning, and the result says how far 
 
 from __future__ import annotations
 
-import math
 import tempfile
 import time
 from collections.abc import Callable
@@ -18,17 +17,19 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from nlndl.allowance import Allowance, cost, example_counts
 from nlndl.compiler.crisp import Rule
+from nlndl.compiler.diagnostics import size_text
 from nlndl.compiler.ir import CompiledProgram
 from nlndl.datalog import render
 from nlndl.defaults import NOISE_PATIENCE
+from nlndl.drops import Drops, drop_parts
 from nlndl.extract import extract, simplify
 from nlndl.holdout import hold_out
 from nlndl.runtime.budget import BudgetError, agree, fit_training
 from nlndl.runtime.chain import ForwardChainer
 from nlndl.runtime.collective import Collective
 from nlndl.runtime.config import ChainConfig
-from nlndl.runtime.nln import Variants
 from nlndl.runtime.train import Converged, TrainConfig, Trainer, TrainState
 from nlndl.verify import (
     CheckedWorld,
@@ -52,7 +53,7 @@ class LearnConfig:
     chain: ChainConfig = field(default_factory=ChainConfig)
     threshold: float = 0.5  # membership above which an atom or term is read as selected
     device: str = "cpu"
-    memory_limit: int | None = None  # bytes: fit training to it (runtime.budget.fit_training), else BudgetError
+    memory_limit: int | None = None  # bytes: what fit() fits training into (a grown subgraph fitted again)
     noise: float | None = None  # accept a program wrong on at most this fraction of each class of examples
     noise_patience: int = NOISE_PATIENCE  # iterations: with noise, stop once the best accepted has not improved
     clauses: bool = False  # keep every distinct clause the restarts read as at each check (LearnResult.clauses)
@@ -128,119 +129,6 @@ def restart_memberships(
 def memberships(model: ForwardChainer, restart: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """One restart's memberships (fresh arrays: callers may switch some off)."""
     return restart_memberships(all_memberships(model), restart)
-
-
-@dataclass
-class Drops:
-    """What the finishing step switched off in one restart's crisp program, per learned predicate: whole
-    clauses (DNF terms) and single body atoms (term, input column) of the clauses kept."""
-
-    terms: dict[str, list[int]] = field(default_factory=dict)
-    atoms: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
-
-
-@torch.no_grad()
-def drop_parts(
-    model: ForwardChainer,
-    restart: int,
-    threshold: float,
-    left: int,
-    neutral: bool = False,
-    negatives: bool = False,
-    atoms: bool = False,
-) -> tuple[Drops, int]:
-    """Clauses of ``restart``'s crisp program to switch off, one at a time while a drop lowers the examples
-    it misclassifies on the compiled substitutions (``left`` of them to begin with, as ``crisp_wrong``
-    counted): the reference's finishing step (a membership cut where the loss barely rises), read crisply.
-    With ``atoms``, a body atom of a kept clause is a candidate drop too: a clause that holds one atom too
-    many misses positives in the crisp reading while the fuzzy one, an OR over many substitutions of a
-    term at about 0.5, already fits them, so no gradient removes it. With ``neutral``, also drops that
-    leave the count as it is; with ``negatives``, the count is of the negative examples derived only
-    (``left`` too). Every candidate drop is one slot of a batched crisp pass. Returns the drops and the
-    count left."""
-    crisp = {p: f.memberships(threshold) for p, f in model.functions.items() if f.ir.form == "dnf"}
-    keep = {p: (outer[restart] > 0).to(torch.float32) for p, (_, outer) in crisp.items()}
-    body = {p: (inner[restart] > 0).to(torch.float32) for p, (inner, _) in crisp.items()}
-    drops = Drops()
-    rows = torch.tensor([restart], device=model.worlds[0].valuation.device)
-    while left or neutral:
-        options: list[tuple[str, int, int | None]] = []
-        for p, k in keep.items():
-            for t in torch.nonzero(k).flatten().tolist():
-                options.append((p, t, None))
-                if atoms:
-                    options.extend((p, t, a) for a in torch.nonzero(body[p][t]).flatten().tolist())
-        if not options:
-            break
-        terms = {p: k.expand(len(options), -1).clone() for p, k in keep.items()}
-        inputs = {p: b.expand(len(options), -1, -1).clone() for p, b in body.items()} if atoms else {}
-        for i, (p, t, a) in enumerate(options):
-            if a is None:
-                terms[p][i, t] = 0.0
-            else:
-                inputs[p][i, t, a] = 0.0
-        variants = Variants(rows.expand(len(options)), terms, inputs)
-        wrong = model.crisp_mistakes(threshold, variants)[1] if negatives else model.crisp_wrong(threshold, variants)
-        best = int(torch.argmin(wrong))
-        if wrong[best] > left or (wrong[best] == left and not neutral):
-            break
-        p, t, a = options[best]
-        if a is None:
-            keep[p][t] = 0.0
-            drops.terms.setdefault(p, []).append(t)
-        else:
-            body[p][t, a] = 0.0
-            drops.atoms.setdefault(p, []).append((t, a))
-        left = int(wrong[best])
-    return drops, left
-
-
-def example_counts(program: CompiledProgram) -> dict[bool, int]:
-    """The positive (True) and negative (False) examples of every world of ``program``."""
-    labels = np.concatenate([w.example_labels for w in program.worlds]) if program.worlds else np.zeros(0)
-    positives = int((labels > 0.5).sum())
-    return {True: positives, False: int(labels.size) - positives}
-
-
-@dataclass(frozen=True)
-class Allowance:
-    """With noise, how many positive examples an accepted program may miss and how many negative ones it may
-    derive: the fraction of each class, so that neither deriving nothing nor everything passes on a task
-    whose classes differ in size."""
-
-    missed: int = 0
-    derived: int = 0
-
-    @classmethod
-    def of_counts(cls, counts: dict[bool, int], noise: float) -> Allowance:
-        """From the positive (True) and negative (False) examples."""
-        if not noise:
-            return cls()
-        return cls(math.floor(noise * counts[True] + 1e-9), math.floor(noise * counts[False] + 1e-9))
-
-    @property
-    def total(self) -> int:
-        return self.missed + self.derived
-
-    @property
-    def worth_scoring(self) -> int:
-        """The most mistakes a restart may show before extraction and still be scored: none without noise;
-        with it, twice the allowance and two more, since extracting and simplifying may still bring it within."""
-        return 2 * self.total + 2 if self.total else 0
-
-    def admits(self, score: Score) -> bool:
-        return score.false_negatives <= self.missed and score.false_positives <= self.derived
-
-
-def size(rules: list[Rule]) -> int:
-    """Literals of a program: each rule's head and body atoms."""
-    return sum(1 + len(r.body) for r in rules)
-
-
-def cost(score: Score, rules: list[Rule]) -> int:
-    """Description length of a program on noisy examples (as Popper's noisy mode scores): the examples it
-    gets wrong plus its literals, so a clause that covers a few mislabelled examples does not pay its way."""
-    return score.mistakes + size(rules)
 
 
 class Outgrown(Exception):  # noqa: N818 (not an error: the subgraph is to grow)
@@ -458,6 +346,25 @@ class Learner:
         return self.wholes[key]
 
 
+def fit(
+    program: CompiledProgram, config: LearnConfig, collective: Collective | None = None
+) -> tuple[LearnConfig, list[str]]:
+    """``config`` with its chain settled for ``program`` (restarts decided) and fitted into
+    ``config.memory_limit``: steps recomputed in the backward pass, else fewer restarts where none were asked
+    for; and what was changed, in words. BudgetError when nothing fits. The one place training is fitted to
+    memory: :func:`learn` trains with the settings it is given."""
+    chain = agree(config.chain.for_program(program), collective)
+    if config.memory_limit is None:
+        return replace(config, chain=chain), []
+    given = config.chain.restarts is not None
+    fitted = agree(fit_training(program, chain, config.memory_limit, given, collective), collective)
+    changes = ["steps recomputed in the backward pass"] if fitted.recompute and not chain.recompute else []
+    if fitted.restarts != chain.restarts:
+        changes.append(f"{fitted.restarts} restarts instead of {chain.restarts}")
+    notes = [f"training within {size_text(config.memory_limit)}: {', '.join(changes)}"] if changes else []
+    return replace(config, chain=fitted), notes
+
+
 def regrow(
     trainer: Trainer, config: LearnConfig, outgrown: Outgrown, collective: Collective
 ) -> tuple[CompiledProgram, Trainer] | None:
@@ -467,13 +374,12 @@ def regrow(
     program = config.grow(outgrown.score.counterexamples)
     if program is None:
         return None
-    chain = replace(config.chain, restarts=trainer.model.restarts)
-    if config.memory_limit is not None:
-        try:
-            chain = fit_training(program, chain, config.memory_limit, True, collective)
-        except BudgetError:
-            return None
-    model = ForwardChainer(program, chain, collective).to(config.device)
+    try:
+        kept = replace(config.chain, restarts=trainer.model.restarts)
+        config, _ = fit(program, replace(config, chain=kept), collective)
+    except BudgetError:
+        return None
+    model = ForwardChainer(program, config.chain, collective).to(config.device)
     grown = Trainer(model, config.train)
     with tempfile.TemporaryDirectory(prefix="nlndl-grow-") as tmp:
         trainer.save(Path(tmp))
@@ -489,7 +395,8 @@ def learn(
     checkpoint: Path | Callable[[Trainer], None] | None = None,
     collective: Collective | None = None,
 ) -> LearnResult:
-    """Train ``program``'s learned predicates from ``config.train.seed``; Ctrl-C, and a run that ends unsolved,
+    """Train ``program``'s learned predicates from ``config.train.seed``, with ``config`` as it is (fitted to
+    a memory limit by :func:`fit`, restarts decided if none were given); Ctrl-C, and a run that ends unsolved,
     save ``checkpoint``: a directory, or a function given the trainer (the CLI's publishes it into its output
     directory). ``resume`` raises CheckpointError on a checkpoint that cannot be resumed from.
 
@@ -503,10 +410,7 @@ def learn(
         if collective.size > 1:
             raise ValueError("validation examples are not held out of a program sharded among processes")
         program, _ = hold_out(program, config.validation, config.train.seed)
-    chain = config.chain.for_program(program)
-    if config.memory_limit is not None:  # fit the budget: recompute steps, or fewer restarts if none were asked
-        chain = fit_training(program, chain, config.memory_limit, config.chain.restarts is not None, collective)
-    config = replace(config, chain=agree(chain, collective))
+    config = replace(config, chain=config.chain.for_program(program))
     torch.manual_seed(config.train.seed)
     model = ForwardChainer(program, config.chain, collective).to(config.device)
     trainer = Trainer(model, config.train)

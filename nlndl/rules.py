@@ -14,7 +14,6 @@ from nlndl.compiler.diagnostics import CompileError, Diagnostics, Span
 from nlndl.compiler.ground import to_rule
 from nlndl.compiler.ir import CompiledProgram
 from nlndl.compiler.parser import parse_file, parse_text
-from nlndl.compiler.symbols import SymbolTable
 from nlndl.datalog import Names
 
 
@@ -35,7 +34,7 @@ def rules_from_text(text: str, program: CompiledProgram, filename: str = "<rules
 
 def checked_rules(sketch: ast.Sketch, program: CompiledProgram, path: str) -> list[Rule]:
     """The rules of a parsed rules file, each checked against ``program``'s sketch (see :func:`read_rules`)."""
-    symbols = SymbolTable.from_json(program.symbols)
+    symbols = program.symbol_table
     diags = Diagnostics(sources=dict(sketch.sources))
     examples = [(example.span, "an example") for world in sketch.worlds for example in world.examples]
     for span, what in sketch.learning_directives() + examples:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from nlndl.compiler.ir import CompiledProgram, render_input, var_name
-from nlndl.compiler.symbols import SymbolTable
 
 
 def show_depgraph(program: CompiledProgram) -> str:
@@ -26,7 +25,7 @@ def show_strata(program: CompiledProgram) -> str:
 
 def show_ir(program: CompiledProgram, limit: int = 5) -> str:
     """Input lists, per-world counts and the first substitutions of each learned predicate."""
-    symbols = SymbolTable.from_json(program.symbols)
+    symbols = program.symbol_table
     lines = [f"steps: {program.steps}"]
     for name, ir in program.learned.items():
         head = f"{name}({','.join(var_name(i) for i in range(ir.arity))})"

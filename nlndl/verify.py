@@ -7,6 +7,7 @@ relation the learned rules can read), so the check needs only the compiled progr
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -154,17 +155,29 @@ def held_out(world: WorldIR) -> tuple[set[GroundAtom], set[GroundAtom]]:
     return pos, neg
 
 
-# facts, positive and negative examples, closed predicates' sizes, atoms neither (held out)
-CheckedWorld = tuple[Database, set[GroundAtom], set[GroundAtom], dict[str, int], set[GroundAtom]]
+class CheckedWorld(NamedTuple):
+    """One world as a check reads it: its facts, its labelled examples, its closed predicates' sizes and the
+    atoms that are neither (held out)."""
+
+    facts: Database
+    positives: set[GroundAtom]
+    negatives: set[GroundAtom]
+    closed: dict[str, int]
+    unknown: set[GroundAtom]
 
 
 def checked_worlds(program: CompiledProgram, whole: bool = False) -> list[CheckedWorld]:
     """What a check runs on, per world: the compiled worlds (those trained on), or with ``whole`` the whole
-    worlds of a program trained on subgraphs (the compiled ones where it was not)."""
+    worlds of a program trained on subgraphs (the compiled ones where it was not); decoded once per program
+    (training, verifying and exporting read the same sets, and none changes them)."""
+    return program.once(("checked worlds", whole and bool(program.whole)), lambda: _checked_worlds(program, whole))
+
+
+def _checked_worlds(program: CompiledProgram, whole: bool) -> list[CheckedWorld]:
     if whole and program.whole:
-        return [(whole_facts(w), *whole_examples(w), w.closed, set()) for w in program.whole]
+        return [CheckedWorld(whole_facts(w), *whole_examples(w), w.closed, set()) for w in program.whole]
     return [
-        (world_facts(program, w), *world_examples(w), closed_sizes(program, w), set().union(*held_out(w)))
+        CheckedWorld(world_facts(program, w), *world_examples(w), closed_sizes(program, w), set().union(*held_out(w)))
         for w in program.worlds
     ]
 
@@ -180,7 +193,7 @@ def merged_worlds(own: list[CheckedWorld], shards: list[list[tuple[set[GroundAto
     out = []
     for i, (facts, _, _, closed, _) in enumerate(own):
         pos, neg, unknown = (set().union(*(shard[i][k] for shard in shards)) for k in range(3))
-        out.append((facts, pos, neg, closed, unknown))
+        out.append(CheckedWorld(facts, pos, neg, closed, unknown))
     return out
 
 
@@ -192,7 +205,7 @@ def crisp_score(
     by the caller (a training run scores many rule sets on the same worlds)."""
     score = Score()
     learned = set(program.learned)
-    symbols = SymbolTable.from_json(program.symbols)
+    symbols = program.symbol_table
     for facts, pos, neg, closed, unknown in worlds if worlds is not None else checked_worlds(program, whole):
         if asked_only(rules, closed):
             derived = derived_at(facts, rules, pos | neg)
@@ -215,7 +228,7 @@ def clingo_score(
     """Score of ``rules`` as clingo computes it, on each world's facts (names mangled for clingo); ``whole`` and
     ``worlds`` as for :func:`crisp_score`."""
     score = Score()
-    symbols = SymbolTable.from_json(program.symbols)
+    symbols = program.symbol_table
     for facts, pos, neg, closed, unknown in worlds if worlds is not None else checked_worlds(program, whole):
         asked = pos | neg if asked_only(rules, closed) else None
         score.add(clingo_derived(program, facts, rules, asked), pos, neg, symbols, closed, unknown)
@@ -228,7 +241,7 @@ def clingo_derived(
     """The learned predicates' atoms clingo derives from ``facts`` with ``rules``; with ``asked`` (rules whose
     bodies read no rule head, :func:`asked_only`), only those of ``asked``: each rule's body opens with an atom
     of the asked ones, so clingo grounds the rules there alone."""
-    symbols = SymbolTable.from_json(program.symbols)
+    symbols = program.symbol_table
     names = Names.for_program(program)
     learned = set(program.learned)
     if asked is not None:
@@ -245,7 +258,7 @@ def clingo_derived(
 def validation_score(program: CompiledProgram, rules: list[Rule]) -> Score | None:
     """``rules`` scored by clingo on the validation examples held out of training (each world's, the closed
     ones' included, as labelled); None when none were."""
-    symbols = SymbolTable.from_json(program.symbols)
+    symbols = program.symbol_table
     score, any_held = Score(), False
     for world in program.worlds:
         pos, neg = held_out(world)

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from nlndl.compiler import CompileError, compile_sketch
 from nlndl.compiler.crisp import BodyAtom, Rule, evaluate
-from nlndl.compiler.ground import index_bytes
 from nlndl.compiler.ir import CompiledProgram, InputAtom
+from nlndl.compiler.lowering import index_bytes
 
 TINY = """
 .type N <: symbol
@@ -80,12 +80,12 @@ def test_save_load_round_trip(tmp_path):
 
 def test_auto_prunes_only_large_grids(tmp_path, monkeypatch):
     """prune=auto keeps every substitution of a small grid, and prunes past PRUNE_ABOVE."""
-    from nlndl.compiler import ground
+    from nlndl.compiler import lowering
 
     text = TINY.format(prune="auto")
     small = compile_text(tmp_path, text)
     assert small.worlds[0].pruned["p"] == 0 and not small.learned["p"].pruned
-    monkeypatch.setattr(ground, "PRUNE_ABOVE", 26)  # the grid is 3 x 3 x 3 = 27
+    monkeypatch.setattr(lowering, "PRUNE_ABOVE", 26)  # the grid is 3 x 3 x 3 = 27
     large = compile_text(tmp_path, text)
     pruned = compile_text(tmp_path, TINY.format(prune="extensional"))
     assert large.learned["p"].pruned and large.worlds[0].pruned["p"] == pruned.worlds[0].pruned["p"] > 0
@@ -275,7 +275,7 @@ def test_an_unread_predicate_keeps_only_its_example_heads(tmp_path, monkeypatch)
     and the training loss is the same as with every substitution."""
     import torch
 
-    from nlndl.compiler import ground
+    from nlndl.compiler import lowering
     from nlndl.runtime.chain import ChainConfig, ForwardChainer
 
     program = compile_text(tmp_path, UNREAD)
@@ -285,8 +285,8 @@ def test_an_unread_predicate_keeps_only_its_example_heads(tmp_path, monkeypatch)
     recursive = compile_text(tmp_path, UNREAD.replace("body=[e]", "body=[e, p]"))
     assert len(set(recursive.worlds[0].scatter("p").tolist())) == 16, "read by itself: every head atom"
 
-    full_kept = ground.Lowering.kept
-    monkeypatch.setattr(ground.Lowering, "kept", lambda self, heads=None, memory_limit=2**62: full_kept(self))
+    full_kept = lowering.Lowering.kept
+    monkeypatch.setattr(lowering.Lowering, "kept", lambda self, heads=None, memory_limit=2**62: full_kept(self))
     full = compile_text(tmp_path, UNREAD)
     assert len(set(full.worlds[0].scatter("p").tolist())) == 16
     losses = []

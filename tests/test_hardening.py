@@ -129,13 +129,13 @@ def test_a_full_disk_leaves_the_earlier_output_whole(tmp_path, monkeypatch):
     out = tmp_path / "O"
     assert train(PRED, "-D", str(out)).exit_code == 0
     before = snapshot(out)
-    import nlndl.jobs
+    import nlndl.jobs.ilp
 
     def half_then_full(staging, *args, **kwargs):
         (staging / "pred.dl").write_text("half a fi")
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(nlndl.jobs, "write_program", half_then_full)
+    monkeypatch.setattr(nlndl.jobs.ilp, "write_program", half_then_full)
     result = train(PRED, "-D", str(out))
     assert_clean_exit(result)
     assert "No space left on device" in result.output and "pred(A, B) :- succ(B, A)." in result.output

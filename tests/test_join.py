@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import nlndl.compiler.ground as ground
+import nlndl.compiler.lowering as lowering
 from nlndl.compiler import compile_sketch
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,14 +19,14 @@ SKETCHES = sorted((ROOT / "examples" / "ilp").rglob("sketch.dl"))
 def compared(monkeypatch):
     """Every kept() call also walks the grid; yields the (predicate, method, joined == walked) seen."""
     seen = []
-    real = ground.Lowering.kept
+    real = lowering.Lowering.kept
 
     def both(self, heads=None, memory_limit=2**62):
         joined = real(self, heads, memory_limit)
         seen.append((self.spec.predicate, self.method, np.array_equal(joined, self.walk(heads))))
         return joined
 
-    monkeypatch.setattr(ground.Lowering, "kept", both)
+    monkeypatch.setattr(lowering.Lowering, "kept", both)
     return seen
 
 

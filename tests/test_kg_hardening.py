@@ -275,7 +275,7 @@ def test_sigterm_stops_a_run_as_ctrl_c_does():
 
 def test_kg_train_resume_refuses_other_settings(tmp_path):
     graph, out = grandparents(tmp_path / "G"), tmp_path / "o"
-    from nlndl import jobs
+    from nlndl.jobs import kg as jobs
     from nlndl.kg import Graph, KGConfig, checkpoint_json, learn_relation
 
     config = KGConfig(time_limit=2, max_iters=20)
@@ -382,7 +382,7 @@ def test_a_name_too_long_for_the_file_system_is_refused_before_training(tmp_path
 
 
 def test_rules_that_cannot_be_saved_are_printed_with_json(tmp_path, monkeypatch):
-    from nlndl import jobs
+    from nlndl.jobs import kg as jobs
 
     def full(*args, **kwargs):
         raise OutputError("OUT: error: cannot write the output: No space left on device")

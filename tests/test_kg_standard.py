@@ -193,7 +193,7 @@ def test_bench_kg_reads_the_standard_layout_and_reports_both_aggregations(tmp_pa
 
 
 def test_a_kg_train_checkpoint_stamps_gzipped_triple_files(tmp_path):
-    from nlndl.jobs import kg_stamp
+    from nlndl.jobs.kg import kg_stamp
 
     files = kg_stamp(families(tmp_path / "kg", packed=True), KGConfig())["files"]
     assert set(files) == {"train.txt.gz", "valid.txt.gz", "test.txt.gz"}

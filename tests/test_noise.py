@@ -8,11 +8,11 @@ import numpy as np
 from typer.testing import CliRunner
 
 from nlndl import api
+from nlndl.allowance import Allowance, cost, example_counts
 from nlndl.bench.noise import flip
 from nlndl.cli import app
 from nlndl.compiler.crisp import BodyAtom, Rule
 from nlndl.holdout import hold_out
-from nlndl.learn import Allowance, cost, example_counts
 from nlndl.rules import rules_from_text
 from nlndl.verify import Score, clingo_score, validation_score
 

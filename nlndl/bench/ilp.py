@@ -19,7 +19,8 @@ from typing import Any
 from nlndl import api
 from nlndl.compiler.ir import CompiledProgram
 from nlndl.export import souffle_text
-from nlndl.learn import LearnResult
+from nlndl.jobs.ilp import prepare_training
+from nlndl.learn import LearnResult, learn
 from nlndl.verify import crisp_score
 
 DILP_NAMES = {
@@ -244,15 +245,19 @@ def _train(
             _train(task.after, seed, max_iters, time_limit, done, device)
             first_program, first = done[(task.after.name, seed)]
             if not first.solved:  # nothing to build on: no rules, every positive example missed
-                program = api.compile(task.sketch)
+                program = api.compile(task.sketch, seed=seed)
                 result = LearnResult(False, [], crisp_score(program, []), 0, 0.0, first.restarts, None)
                 done[(task.name, seed)] = (program, result)
                 return result
             path = Path(tmp) / "background.dl"
             path.write_text(souffle_text(first_program, first.rules, str(task.after.sketch)))
             background = (path,)
-        program = api.compile(task.sketch, background=background)
-        result = api.train(program, seed=seed, max_iters=max_iters, time_limit=time_limit, device=device)
+        # what ``nlndl train`` runs between reading its options and writing its files
+        prepared = prepare_training(
+            task.sketch, seed=seed, max_iters=max_iters, time_limit=time_limit, device=device, background=background
+        )
+        program = prepared.program
+        result = learn(program, prepared.config, collective=prepared.collective)
     done[(task.name, seed)] = (program, result)
     return result
 

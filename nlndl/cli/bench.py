@@ -115,7 +115,9 @@ def bench_ilp(
 @bench_app.command("scale")
 @reported
 def bench_scale(
-    sizes: Annotated[str, typer.Option(help="People in the random forest, comma-separated.")] = "100,300,1000",
+    sizes: Annotated[
+        list[str] | None, typer.Option(help="People in the random forest (repeatable); default: 100,300,1000.")
+    ] = None,
     seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Seed of the forest and of training.")] = 0,
     train: Annotated[bool, typer.Option("--train/--no-train", help="Also train each size.")] = True,
     time_limit: Annotated[float, typer.Option(min=1.0, callback=finite, help="Seconds of training per size.")] = 600.0,
@@ -148,7 +150,7 @@ def bench_scale(
             fail(f"{kg}: error: {exc}")
         publish_report(scale.kg_markdown(row), row, json_path)
         return
-    people = numbers(sizes, "--sizes", int)
+    people = numbers(sizes, "--sizes", "100,300,1000", int)
     if any(n < 2 for n in people):
         usage("--sizes are at least 2")
     with progress_bar(len(people), quiet) as tell:
@@ -211,7 +213,9 @@ def bench_noise(
     tasks: Annotated[
         list[str] | None, typer.Option(help="Task folders under --examples (repeatable); default: six bundled ones.")
     ] = None,
-    levels: Annotated[str, typer.Option(help="Fractions of labels flipped, comma-separated.")] = "0,0.05,0.1,0.2,0.3",
+    levels: Annotated[
+        list[str] | None, typer.Option(help="Fractions of labels flipped (repeatable); default: 0,0.05,0.1,0.2,0.3.")
+    ] = None,
     seeds: Annotated[int, typer.Option(min=1, help="Seeds per task and level (each flips and trains).")] = 10,
     time_limit: Annotated[float, typer.Option(min=1.0, callback=finite, help="Seconds of training per run.")] = 60.0,
     json_path: Annotated[
@@ -232,7 +236,7 @@ def bench_noise(
     missing = [t for t in chosen if not (examples / t / "sketch.dl").is_file()]
     if missing:
         fail(f"{examples / missing[0]}: error: no sketch.dl there ({NO_EXAMPLES[len('error: ') :]})")
-    fractions = numbers(levels, "--levels")
+    fractions = numbers(levels, "--levels", "0,0.05,0.1,0.2,0.3")
     if any(not 0 <= x <= 0.5 for x in fractions):
         usage("--levels are fractions from 0 to 0.5")
     with progress_bar(len(chosen) * len(fractions) * seeds, quiet) as tell:

@@ -9,7 +9,7 @@ import math
 import shlex
 import sys
 from collections.abc import Callable
-from enum import StrEnum
+from enum import Enum, StrEnum
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -21,26 +21,52 @@ from nlndl.defaults import CLASS_WEIGHTS, LAYOUTS, SUBGRAPH_GRID, SUBGRAPH_MIN, 
 from nlndl.errors import NlndlError
 from nlndl.output import OutputDir, check_writable, parse_size, write_json
 
+# what a value stands for in help, by parameter name (typer would show its Python type: <int range>, <str>)
+METAVARS = {
+    "background": "FILE", "batch": "N", "code_seed": "SEED", "codewords": "N", "decoder_dir": "DIR",
+    "device": "DEVICE", "directory": "DATA_DIR", "dnf_steps": "N", "eps": "P,...", "examples": "DIR",
+    "fact_dir": "DIR", "generate": "N,DV,DC", "graph": "DIR", "inputs": "N", "iterations": "T", "iters": "N",
+    "job_count": "N", "jobs": "N", "json_path": "FILE", "k": "N", "kg": "DATA_DIR", "levels": "FRACTION,...",
+    "lr": "RATE", "markdown_path": "FILE", "matrix": "FILE", "max_iters": "N", "memory_limit": "SIZE",
+    "negatives": "N", "noise": "FRACTION", "output": "DIR", "output_dir": "DIR", "path_length": "N",
+    "plot_path": "FILE", "processes": "N", "query": "'r(h, ?)'", "relations": "RELATION", "repeats": "N",
+    "restarts": "N", "results": "FILE", "rules": "FILE", "sample": "N", "seed": "SEED", "seeds": "N",
+    "sizes": "N,...", "sketch": "SKETCH", "spec": "FILE", "split": "SPLIT", "steps": "N", "target": "RELATION",
+    "tasks": "TASK", "threads": "N", "time_limit": "SECONDS", "validation": "FRACTION", "vars_": "N",
+    "xor_init": "SCALE", "xor_steps": "N",
+}  # fmt: skip
 
-def bare_flags(params: list) -> list:
-    """``params`` with every flag shown without a value placeholder (typer shows ``<bool>``: a flag takes
-    no value)."""
+
+def with_metavars(params: list) -> list:
+    """``params`` as help shows them: a flag bare (it takes no value; typer shows ``<bool>``), a value by what it
+    stands for (:data:`METAVARS`: SEED, SECONDS, FILE), a choice by its choices."""
     for param in params:
         if getattr(param, "is_flag", False):
             param.metavar = ""
+        elif param.metavar is None and param.name in METAVARS and not _choice(param):
+            param.metavar = METAVARS[param.name]
     return params
+
+
+def _choice(param) -> bool:  # noqa: ANN001 (a typer parameter)
+    """Whether ``param`` takes one of an enumeration's values (help lists them)."""
+    annotation = param.type_descriptor.annotation
+    for kind in (annotation, *getattr(annotation, "__args__", ())):
+        if isinstance(kind, type) and issubclass(kind, Enum):
+            return True
+    return False
 
 
 class Commands(TyperGroup):
     """A command group whose help, and its commands' help, shows flags (``--help`` among them) bare."""
 
     def get_params(self, ctx):  # noqa: ANN001, ANN201 (typer's own signature)
-        return bare_flags(super().get_params(ctx))
+        return with_metavars(super().get_params(ctx))
 
     def get_command(self, ctx, name):  # noqa: ANN001, ANN201
         command = super().get_command(ctx, name)
         if command is not None and not isinstance(command, TyperGroup):
-            bare_flags(command.get_params(ctx))
+            with_metavars(command.get_params(ctx))
         return command
 
 
@@ -117,14 +143,16 @@ def size_option(text: str, option: str = "--memory-limit") -> int:
         usage(f"{option}: {exc}")
 
 
-def numbers(text: str, option: str, kind: type = float) -> list:
-    """Comma-separated numbers (exit 2 when there are none or one cannot be read)."""
+def numbers(given: list[str] | None, option: str, default: str, kind: type = float) -> list:
+    """A list option's numbers: the option repeated, each value a number or several comma-separated (``default``
+    when it was not given); exit 2 when there are none or one cannot be read."""
+    text = ",".join(given) if given else default
     try:
         values = [kind(x) for x in text.split(",") if x.strip()]
     except ValueError:
         values = []
     if not values:
-        usage(f"{option} wants comma-separated numbers, got {text!r}")
+        usage(f"{option} wants numbers (repeat the option, or separate them by commas), got {text!r}")
     return values
 
 

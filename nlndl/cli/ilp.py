@@ -80,11 +80,12 @@ def compile_command(
 ) -> None:
     """Check a program sketch and compile it to index arrays."""
     from nlndl import jobs
+    from nlndl.jobs import ilp as ilp_jobs
     from nlndl.show import show_depgraph, show_ir, show_strata
 
     limit = size_option(memory_limit)
     target = jobs.output_dir(output, writer="compile") if output is not None else None
-    program = jobs.compile_program(
+    program = ilp_jobs.compile_program(
         sketch,
         fact_dir,
         memory_limit=limit,
@@ -186,11 +187,11 @@ def train_command(
     Exits 0 when clingo verifies the rules on every world (with --noise: within the allowance), 1 otherwise
     (printing the best rules found).
     """
-    from nlndl import jobs
+    from nlndl.jobs import ilp as ilp_jobs
     from nlndl.progress import training_bar
 
     talk = not (quiet or json_summary)
-    plan = jobs.plan_training(
+    plan = ilp_jobs.plan_training(
         sketch,
         fact_dir,
         output_dir,
@@ -271,9 +272,9 @@ def export_command(
     dialect: Annotated[Dialect, typer.Option("--format", help="souffle (.dl) or clingo (.lp).")] = Dialect.souffle,
 ) -> None:
     """Print saved learned rules as Soufflé or clingo Datalog."""
-    from nlndl import jobs
+    from nlndl.jobs import ilp as ilp_jobs
 
-    typer.echo(jobs.export_text(results, dialect.value), nl=False)
+    typer.echo(ilp_jobs.export_text(results, dialect.value), nl=False)
 
 
 @app.command("check")
@@ -288,12 +289,12 @@ def check_command(
     ] = COMPILE_MEMORY,
 ) -> None:
     """Run rules on a sketch's worlds with clingo; report examples they get wrong. Exit 0 if none."""
-    from nlndl import jobs
+    from nlndl.jobs import ilp as ilp_jobs
 
     limit = size_option(memory_limit)
-    program = jobs.compile_program(sketch, fact_dir, background=background or (), memory_limit=limit)
+    program = ilp_jobs.compile_program(sketch, fact_dir, background=background or (), memory_limit=limit)
     warn(program.warnings)
-    score = jobs.check_rules(rules, program, memory_limit=limit)
+    score = ilp_jobs.check_rules(rules, program, memory_limit=limit)
     typer.echo(
         f"{rules}: {score.true_positives}/{score.positives} positive examples entailed, "
         f"{score.false_positives}/{score.negatives} negative examples entailed (clingo)"

@@ -57,9 +57,9 @@ def kg_sketch_command(
 ) -> None:
     """Write a sketch learning one relation of a knowledge graph from the others: facts.txt as background,
     the target's known triples as positives, corrupted ones as negatives (open world); then nlndl train it."""
-    from nlndl import jobs
+    from nlndl.jobs import kg as kg_jobs
 
-    made = jobs.write_kg_sketch(directory, target, output, negatives, seed, vars_, size_option(memory_limit))
+    made = kg_jobs.write_kg_sketch(directory, target, output, negatives, seed, vars_, size_option(memory_limit))
     typer.echo(
         f"{output / 'sketch.dl'}: {made.relations[target]} from {len(made.facts)} relations, "
         f"{made.positives:,} positive and {made.negatives:,} corrupted negative examples; "
@@ -101,8 +101,8 @@ def kg_train_command(
     Relations are learned side by side, one worker process per core (--jobs). Under torchrun (torchrun
     --nproc-per-node N -m nlndl kg train ...) they are shared among the N processes instead, and rank 0
     writes the program."""
-    from nlndl import jobs
     from nlndl.datalog import render
+    from nlndl.jobs import kg as kg_jobs
     from nlndl.kg import KGConfig
 
     config = KGConfig(
@@ -139,7 +139,7 @@ def kg_train_command(
             typer.echo(f"    {render(rule)}  % confidence {conf:.3f}")
 
     try:
-        done = jobs.train_kg(directory, output, relations, config, tell, resume)
+        done = kg_jobs.train_kg(directory, output, relations, config, tell, resume)
     except Interrupted as exc:
         typer.echo(str(exc), err=True)
         raise typer.Exit(exc.code) from None
@@ -169,10 +169,10 @@ def kg_predict_command(
     """The best answers to a query by the learned clauses and the rules with a constant, each with the rules
     that derive it and their confidences (the explanation), ranked as bench kg ranks (max-aggregation); known
     triples are marked."""
-    from nlndl import jobs
+    from nlndl.jobs import kg as kg_jobs
 
     try:
-        answers = jobs.predict_kg(output, query, k)
+        answers = kg_jobs.predict_kg(output, query, k)
     except ValueError as exc:
         usage(str(exc))
     if json_out:

@@ -32,14 +32,14 @@ class DecoderKind(StrEnum):
 
 def _code(matrix: Path | None, generate: str | None, seed: int, graph: Path | None = None):
     """The code of --graph DIR, --matrix FILE, else --generate N,DV,DC (exit 2 on a bad specification)."""
-    from nlndl import jobs
+    from nlndl.jobs import ldpc as ldpc_jobs
 
     if graph is not None and matrix is not None:
         usage("give at most one of --graph DIR and --matrix FILE")
     if graph is not None:
-        return jobs.saved_tanner_graph(graph)
+        return ldpc_jobs.saved_tanner_graph(graph)
     try:
-        return jobs.tanner_graph(matrix, generate, seed)
+        return ldpc_jobs.tanner_graph(matrix, generate, seed)
     except ValueError as exc:
         usage(f"--generate {generate}: {exc}")
 
@@ -105,15 +105,16 @@ def ldpc_train(
     """Train a recurrent erasure decoder on random codewords; save weights (safetensors) and settings (JSON)."""
     from nlndl import jobs
     from nlndl.decoders import DecoderTraining
+    from nlndl.jobs import ldpc as ldpc_jobs
     from nlndl.progress import status_line
 
     # checked before the code is read and the decoder trained
-    jobs.output_dir(output, jobs.DECODER_FILES, writer="ldpc train")
+    jobs.output_dir(output, ldpc_jobs.DECODER_FILES, writer="ldpc train")
     code = _code(matrix, generate, code_seed, graph)
     training = DecoderTraining(kind=decoder.value, steps=steps, batch=batch, iterations=iterations, seed=seed, lr=lr)
     limit = size_option(memory_limit)
     with status_line(quiet or json_summary) as tell:
-        summary = jobs.train_ldpc_decoder(output, code, training, tell, limit)
+        summary = ldpc_jobs.train_ldpc_decoder(output, code, training, tell, limit)
     if json_summary:
         typer.echo(json.dumps(summary))
         return
@@ -136,21 +137,23 @@ def ldpc_eval(
     matrix: MatrixOption = None,
     generate: Annotated[str, typer.Option(help="Code to decode when no --graph or --matrix: N,DV,DC.")] = GENERATED,
     code_seed: CodeSeed = 0,
-    eps: Annotated[str, typer.Option(help="Erasure probabilities, comma-separated.")] = "0.3,0.4",
-    iterations: Annotated[str, typer.Option(help="Iteration counts t, comma-separated.")] = "1,2,3,5,10,20,50",
+    eps: Annotated[list[str] | None, typer.Option(help="Erasure probabilities (repeatable); default: 0.3,0.4.")] = None,
+    iterations: Annotated[
+        list[str] | None, typer.Option(help="Iteration counts t (repeatable); default: 1,2,3,5,10,20,50.")
+    ] = None,
     codewords: Annotated[int, typer.Option(min=1, help="Random codewords per erasure probability.")] = 2000,
     seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Seed of the test codewords and erasures.")] = 0,
     json_summary: JsonOption = False,
 ) -> None:
     """BER and WER of a trained decoder, BP and ML on the same random codewords."""
-    from nlndl import jobs
+    from nlndl.jobs import ldpc as ldpc_jobs
 
-    eps_list = numbers(eps, "--eps")
-    ts = numbers(iterations, "--iterations", int)
+    eps_list = numbers(eps, "--eps", "0.3,0.4")
+    ts = numbers(iterations, "--iterations", "1,2,3,5,10,20,50", int)
     if any(not 0 <= e <= 1 for e in eps_list) or any(t < 1 for t in ts):
         usage("--eps values lie in [0, 1] and --iterations are positive")
     code = _code(matrix, generate, code_seed, graph)
-    rows = jobs.evaluate_ldpc_decoder(decoder_dir, code, eps_list, ts, codewords, seed)
+    rows = ldpc_jobs.evaluate_ldpc_decoder(decoder_dir, code, eps_list, ts, codewords, seed)
     if json_summary:
         typer.echo(json.dumps({"code": code.summary(), "codewords": codewords, "results": rows}))
         return

@@ -1,0 +1,298 @@
+"""The knowledge-graph verbs as library functions: ``nlndl kg sketch``, ``kg train`` (every relation's rules,
+kept as each is learned, resumable) and ``kg predict``."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from nlndl.compiler import DEFAULT_MEMORY_LIMIT
+from nlndl.compiler.diagnostics import Diagnostics
+from nlndl.compiler.triples import KGSketch, kg_sketch
+from nlndl.defaults import (
+    KG_COUNTED_RULES,
+    KG_NEGATIVES,
+    KG_PATH_LENGTH,
+    KG_VARS,
+)
+from nlndl.errors import Interrupted, JobError
+from nlndl.output import OutputDir, OutputError
+
+if TYPE_CHECKING:
+    pass
+from nlndl.jobs import changed_files, from_record, output_dir, recorded_path, save
+
+
+def write_kg_sketch(
+    directory: Path,
+    target: str,
+    output: Path,
+    negatives: int = KG_NEGATIVES,
+    seed: int = 0,
+    variables: int = KG_VARS,
+    memory_limit: int = DEFAULT_MEMORY_LIMIT,
+) -> KGSketch:
+    """Write OUTPUT/sketch.dl and the .facts files learning ``target`` of a graph (either layout)."""
+    diags = Diagnostics()
+    made = kg_sketch(Path(directory), target, diags, negatives, seed, variables, memory_limit)
+    if made is None:
+        raise JobError(diags.render())
+    files = ["sketch.dl", *(f"{name}.facts" for name in made.facts)]
+    out = output_dir(Path(output), files, writer="kg sketch")
+
+    def write(staging: Path) -> None:
+        (staging / "sketch.dl").write_text(made.text)
+        for name, text in made.facts.items():
+            (staging / f"{name}.facts").write_text(text)
+
+    save(out, write, files)
+    return made
+
+
+KG_FILES = ["rules.dl", "rules.lp", "rules.tsv", "facts.lp", "rules.json"]
+
+
+@dataclass
+class KGTraining:
+    """What ``nlndl kg train`` learned and wrote: each relation's rules, and how clingo's closure of the
+    exported program compares with nlndl's crisp evaluator's."""
+
+    learned: list  # list[nlndl.kg.RelationRules]; empty on a torchrun rank other than 0, which writes nothing
+    derived: int  # new triples (not known) the exported program derives, by clingo
+    agree: bool  # clingo and the crisp evaluator derive the same triples
+    files: list[Path]
+    report: dict = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # warnings found before the work (an earlier output left mixed)
+
+
+def kg_output_files(graph: object, chosen: list[str]) -> list[str]:
+    """Every file ``nlndl kg train`` writes for the ``chosen`` relations of ``graph`` (a ``nlndl.kg.Graph``)."""
+    from nlndl.compiler.triples import sketch_identifiers
+    from nlndl.datalog import Names
+
+    held = set()
+    for r in chosen:  # the identifiers each relation's sketch holds (kg_export writes a .facts file for each)
+        held |= set(sketch_identifiers(graph.relations, r, True).values())  # with <r>_fact: a superset
+    names = Names.for_relations(sorted(held))
+    return [*KG_FILES, *(f"{names(i)}.facts" for i in sorted(held))]
+
+
+KG_CHECKPOINT = "rules.checkpoint"  # in kg train's output directory: each relation learned so far
+
+
+def kg_checkpoint_file(relation: str) -> str:
+    """The checkpoint of one relation (its name hashed: a relation's name may be no file name)."""
+    return f"{KG_CHECKPOINT}/{hashlib.sha256(relation.encode()).hexdigest()[:20]}.json"
+
+
+def kg_stamp(directory: Path, config: object) -> dict:
+    """What a kg train checkpoint was learned from: each triple file's SHA-256 and the settings."""
+    from nlndl.compiler.triples import SPLITS, split_path
+
+    files = {}
+    for name in (*SPLITS, "entities"):
+        path = split_path(Path(directory), name)  # <name>.txt, or <name>.txt.gz
+        if path.is_file():
+            files[path.name] = hashlib.sha256(path.read_bytes()).hexdigest()
+    settings = {
+        k: v for k, v in asdict(config).items() if k not in ("device", "jobs")
+    }  # the result does not depend on them
+    return {"files": files, "config": settings}
+
+
+def kg_kept(out: OutputDir, stamp: dict, chosen: list[str], graph: object) -> dict:
+    """The relations an interrupted ``kg train`` kept in OUT/rules.checkpoint, checked to be learned from the same
+    files and settings (JobError naming what changed)."""
+    from nlndl.kg import from_checkpoint
+
+    root = out.root / KG_CHECKPOINT
+    if not root.is_dir():
+        raise JobError(f"{root}: error: no checkpoint to resume from")
+    kept = {}
+    for relation in chosen:
+        path = out.root / kg_checkpoint_file(relation)
+        if not path.is_file():
+            continue
+        try:
+            data = json.loads(path.read_text())
+            changed = changed_files(data["stamp"]["files"], stamp["files"])
+            changed += [f"--{k.replace('_', '-')} was {v!r}, is {stamp['config'].get(k)!r}"
+                        for k, v in data["stamp"]["config"].items() if stamp["config"].get(k) != v]  # fmt: skip
+            if changed:
+                raise JobError(
+                    f"{path}: error: cannot resume: relation {relation!r} was learned from other inputs "
+                    f"({'; '.join(changed[:5])}); it was left as it was: run without --resume to start over"
+                )
+            kept[relation] = from_checkpoint(data["relation"], graph)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise JobError(f"{path}: error: checkpoint is unusable ({type(exc).__name__}: {exc}); "
+                           "it was left as it was") from None  # fmt: skip
+    return kept
+
+
+def train_kg(
+    directory: Path,
+    output: Path,
+    relations: list[str] | None = None,
+    config: object | None = None,
+    progress: Callable[[int, int, str, object | None], None] | None = None,
+    resume: bool = False,
+) -> KGTraining:
+    """Learn every relation (or those named) of a graph (either layout) and write OUTPUT/rules.dl,
+    rules.lp, their facts and rules.json; the exported program is run by clingo and by nlndl's crisp evaluator,
+    which must agree. ``config``: a :class:`nlndl.kg.KGConfig`.
+
+    Each relation learned is kept in OUTPUT/rules.checkpoint until the program is written, so that a run
+    interrupted (Ctrl-C, SIGTERM: Interrupted) continues with ``resume`` from the relations it had learned."""
+    from nlndl.distributed import process_rank
+    from nlndl.kg import Graph, KGConfig, checked_relations, checkpoint_json, learn_graph
+
+    config = config or KGConfig()
+    graph = Graph.read(Path(directory), config.memory_limit)
+    chosen = checked_relations(graph, relations, Path(directory))
+    at = process_rank(config.device)
+    alone = at.size == 1
+    if resume and not alone:
+        raise JobError(f"{output}: error: --resume is not supported with several processes (torchrun)")
+    saved = [kg_checkpoint_file(r) for r in chosen] if alone else []
+    out = OutputDir(Path(output), "kg train")
+    out.adopted.update(saved if resume else ())
+    out.check([*kg_output_files(graph, chosen), *saved], [KG_CHECKPOINT] if alone else [])
+    notes = [note] if (note := out.mixed_note()) else []
+    stamp = kg_stamp(Path(directory), config)
+    kept = kg_kept(out, stamp, chosen, graph) if resume else {}
+
+    def keep(one: object) -> None:
+        name = kg_checkpoint_file(one.relation)
+        record = {"stamp": stamp, "relation": checkpoint_json(one)}
+
+        def write(staging: Path) -> None:
+            (staging / name).parent.mkdir(parents=True, exist_ok=True)
+            (staging / name).write_text(json.dumps(record) + "\n")
+
+        out.publish(write, expected=[name])
+        out.adopted.add(name)
+
+    try:
+        learned = learn_graph(Path(directory), graph, chosen, config, progress, kept, keep if alone else None)
+    except KeyboardInterrupt as exc:
+        count = sum((out.root / kg_checkpoint_file(r)).is_file() for r in chosen)
+        where = f"kept in {out.root / KG_CHECKPOINT}; continue with --resume" if count else "nothing to keep"
+        raise Interrupted.of(exc, f"interrupted: {count} of {len(chosen)} relations learned, {where}") from None
+    if learned is None:  # not rank 0 of a torchrun: rank 0 writes, the others wait until it has
+        at.barrier()
+        return KGTraining([], 0, True, [])
+    try:
+        return _write_kg(directory, graph, learned, config, out, kept, notes)
+    finally:
+        if not alone:
+            at.barrier()
+
+
+def _write_kg(
+    directory: Path, graph: object, learned: list, config: object, out: OutputDir, kept: dict, notes: list[str]
+) -> KGTraining:
+    """Rank 0's half of :func:`train_kg`: the learned relations written as one program, its closure checked."""
+    from nlndl import kg_export
+
+    origin = Path(directory).name
+    texts = {
+        "rules.dl": kg_export.souffle_text(learned, origin),
+        "rules.lp": kg_export.clingo_text(learned, origin),
+        "rules.tsv": kg_export.anyburl_text(learned, graph, KG_COUNTED_RULES, config.seed, config.path_length),
+        "facts.lp": kg_export.clingo_facts(graph, learned),
+        **kg_export.fact_files(graph, learned),
+    }
+    derived, agree = closure_agrees(graph, learned, texts["rules.lp"] + texts["facts.lp"])
+    report = {
+        "data": from_record(Path(directory), out.root),
+        "config": asdict(config),
+        "renamed": kg_export.renamed(learned),
+        "resumed": sorted(kept),
+        "relations": [one.to_json() for one in learned],
+        "closure": {"derived": derived, "clingo_agrees_with_crisp": agree},
+    }
+    texts["rules.json"] = json.dumps(report, indent=2) + "\n"
+
+    def write(staging: Path) -> None:
+        for name, text in texts.items():
+            (staging / name).write_text(text)
+
+    try:
+        save(out, write, list(texts))
+    except OutputError as exc:
+        raise JobError("\n".join(["rules learned (not saved):", *texts["rules.dl"].splitlines(), str(exc)])) from None
+    out.remove_tree(KG_CHECKPOINT)
+    return KGTraining(learned, derived, agree, [out.root / name for name in texts], report, notes)
+
+
+QUERY = re.compile(r"^\s*(?P<relation>.+?)\(\s*(?P<head>.*?)\s*,\s*(?P<tail>.*?)\s*\)\s*$")
+
+
+def parse_query(text: str) -> tuple[str, str, bool]:
+    """``relation(head, ?)`` or ``relation(?, tail)`` (names may be double-quoted): (relation, entity, whether
+    the tail is asked); ValueError on anything else."""
+    found = QUERY.match(text)
+    if not found:
+        raise ValueError(f"cannot read query {text!r}; write relation(head, ?) or relation(?, tail)")
+    relation, head, tail = (found[g].strip() for g in ("relation", "head", "tail"))
+    head, tail = (x[1:-1] if len(x) >= 2 and x[0] == x[-1] == '"' else x for x in (head, tail))
+    if (head == "?") == (tail == "?"):
+        raise ValueError(f"query {text!r} must ask for exactly one of head and tail with '?'")
+    return relation, (tail if head == "?" else head), head != "?"
+
+
+def predict_kg(output: Path, query: str, k: int = 10, memory_limit: int = DEFAULT_MEMORY_LIMIT) -> list:
+    """The ``k`` best answers to ``query`` by the clauses ``nlndl kg train -D OUTPUT`` wrote, each with the clauses
+    that derive it and their confidences (``nlndl.kg.Prediction``); JobError naming what is missing."""
+    from nlndl.kg import Graph, predict
+
+    relation, entity, tail_asked = parse_query(query)
+    path = Path(output) / "rules.json"
+    try:
+        record = json.loads(path.read_text())
+        relations = {one["relation"]: one for one in record["relations"]}
+        data = recorded_path(path, record["data"])
+    except FileNotFoundError:
+        raise JobError(f"{path}: error: not found: nlndl kg train -D {output} writes it") from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise JobError(f"{path}:1:1: error: not a record written by nlndl kg train ({exc})") from None
+    if relation not in relations:
+        raise JobError(f"{path}: error: no rules for {relation!r} (learned: {', '.join(sorted(relations)[:10])})")
+    if "sources" not in relations[relation]:
+        raise JobError(f"{path}: error: written by an older nlndl kg train; train again to predict with it")
+    graph = Graph.read(data, memory_limit)
+    if entity not in graph.index:
+        raise JobError(f"{data}: error: no entity {entity!r} in the graph")
+    settings = record.get("config", {})  # the counted rules are found as training found them
+    seed, length = int(settings.get("seed", 0)), int(settings.get("path_length", KG_PATH_LENGTH))
+    return predict(graph, relations[relation], entity, tail_asked, k, seed, length)
+
+
+def closure_agrees(graph: object, learned: list, clingo_program: str) -> tuple[int, bool]:
+    """The triples the exported program derives that were not known (by clingo), and whether nlndl's crisp
+    evaluator, run on the same rules and triples, derives exactly the same."""
+    from nlndl.compiler.crisp import evaluate
+    from nlndl.datalog import Names
+    from nlndl.engines import clingo_model
+    from nlndl.kg import KNOWN
+    from nlndl.kg_export import rules, sources
+
+    held = sources(learned)
+    names = Names.for_relations(list(held))
+    heads = {one.head for one in learned}
+    db = {ident: set(graph.pairs(relation, KNOWN)) for ident, relation in held.items()}
+    crisp = evaluate(db, rules(learned))
+    ours = {(h, a, b) for h in heads for a, b in crisp.get(h, set())}
+    theirs = set()
+    for pred, args in clingo_model(clingo_program, {names(h): 2 for h in heads}):
+        original = names.original(pred)
+        if original in heads:
+            theirs.add((original, graph.index[str(args[0])], graph.index[str(args[1])]))
+    known = {(h, a, b) for h in heads for a, b in db[h]}
+    return len(theirs - known), ours == theirs
