@@ -21,7 +21,7 @@ from nlndl.compiler.diagnostics import CompileError, Diagnostics
 from nlndl.compiler.ground import GroundWorld, ground_worlds
 from nlndl.compiler.ir import CompiledProgram
 from nlndl.compiler.lowering import lower
-from nlndl.compiler.parser import parse_file, parse_source
+from nlndl.compiler.parser import parse_file, parse_source, with_background
 from nlndl.compiler.steps import default_steps
 from nlndl.compiler.subgraph import MIN_ENTITIES, auto_choice, auto_entities, grow, whole_world
 from nlndl.compiler.subgraph import subgraph as sample
@@ -146,7 +146,7 @@ class Grounded:
 @dataclass(frozen=True)
 class SketchText:
     """A sketch held in memory rather than in a file: its text, the name diagnostics locate it by, and the
-    facts files its ``.input`` relations read, as text by relation (how nlndl.kg compiles each relation)."""
+    facts files its ``.input`` relations read, as text by relation (how nlndl.kg_rules compiles each relation)."""
 
     text: str
     name: str = "<sketch>"
@@ -154,14 +154,17 @@ class SketchText:
 
 
 def ground_sketch(
-    path: Path | SketchText,
+    path: Path | SketchText | Sketch,
     fact_dir: Path | None = None,
     memory_limit: int = DEFAULT_MEMORY_LIMIT,
     background: tuple[Path, ...] = (),
 ) -> Grounded:
-    """Parse, check and ground the sketch at ``path`` (or given as :class:`SketchText`), with each
-    ``background`` program's rules added; raises CompileError carrying every diagnostic."""
-    if isinstance(path, SketchText):
+    """Parse, check and ground the sketch at ``path`` (or given as :class:`SketchText`, or already parsed: an
+    ``ast.Sketch``, left as it is), with each ``background`` program's rules added; raises CompileError
+    carrying every diagnostic."""
+    if isinstance(path, Sketch):
+        sketch, texts = with_background(path, tuple(background), memory_limit), None
+    elif isinstance(path, SketchText):
         sketch, texts = parse_source(path.text, path.name, tuple(background), memory_limit), path.facts
     else:
         sketch, texts = parse_file(path, tuple(background), memory_limit), None
@@ -175,7 +178,7 @@ def ground_sketch(
 
 
 def compile_sketch(
-    path: Path | SketchText,
+    path: Path | SketchText | Sketch,
     fact_dir: Path | None = None,
     memory_limit: int = DEFAULT_MEMORY_LIMIT,
     steps: int | None = None,
@@ -185,13 +188,14 @@ def compile_sketch(
     subgraph: int | str | None = None,
     shard: tuple[int, int] = (0, 1),
 ) -> CompiledProgram:
-    """Compile the sketch at ``path`` (or given as :class:`SketchText`), with the rules of each ``background``
-    program (for example one an earlier ``nlndl train`` wrote) added as background; raises CompileError
-    carrying every diagnostic. ``seed`` draws sampled closed-world negatives and the subgraph; ``layout`` is the
-    valuation's: dense, sparse or auto; ``subgraph``: train on that many constants of each world around drawn
-    positive examples (compiler.subgraph), the whole worlds kept for verification; "auto": so where a world is
-    large (:func:`~nlndl.compiler.subgraph.auto_choice`); ``shard`` (rank, size): one of ``size`` processes'
-    share of the examples, with the atoms their substitutions read (a sharded training run)."""
+    """Compile the sketch at ``path`` (or given as :class:`SketchText` or as an ``ast.Sketch``), with the rules
+    of each ``background`` program (for example one an earlier ``nlndl train`` wrote) added as background;
+    raises CompileError carrying every diagnostic. ``seed`` draws sampled closed-world negatives and the
+    subgraph; ``layout`` is the valuation's: dense, sparse or auto; ``subgraph``: train on that many constants of
+    each world around drawn positive examples (compiler.subgraph), the whole worlds kept for verification;
+    "auto": so where a world is large (:func:`~nlndl.compiler.subgraph.auto_choice`); ``shard`` (rank, size): one
+    of ``size`` processes' share of the examples, with the atoms their substitutions read (a sharded training
+    run)."""
     check_options(layout, subgraph, shard)
     grounded = ground_sketch(path, fact_dir, memory_limit, background)
     return grounded.lower(steps, seed, layout, subgraph, shard)

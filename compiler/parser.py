@@ -6,6 +6,7 @@ raises past :func:`parse_file`, so any input text yields either a Sketch or diag
 
 from __future__ import annotations
 
+import copy
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
@@ -281,6 +282,19 @@ def parse_source(
 ) -> ast.Sketch:
     """:func:`parse_file` of a sketch's ``text``, located as ``filename`` in diagnostics."""
     sketch, diags = parse_text(text, filename, memory_limit)
+    for extra in background:
+        add_background(sketch, extra, diags, memory_limit)
+    if diags:
+        raise CompileError(diags)
+    return sketch
+
+
+def with_background(sketch: ast.Sketch, background: tuple[Path, ...], memory_limit: int | None = None) -> ast.Sketch:
+    """A parsed sketch with each ``background`` program's rules added (a copy: ``sketch`` is left as it is);
+    CompileError with every diagnostic."""
+    if not background:
+        return sketch
+    sketch, diags = copy.deepcopy(sketch), Diagnostics(sources=dict(sketch.sources))
     for extra in background:
         add_background(sketch, extra, diags, memory_limit)
     if diags:

@@ -14,7 +14,7 @@ from nlndl.compiler.crisp import Rule
 from nlndl.compiler.triples import comment, quote
 from nlndl.constants import ConstantRules, listing, text
 from nlndl.datalog import Names, render
-from nlndl.kg import KNOWN, Graph, RelationRules
+from nlndl.kg_rules import KNOWN, Graph, RelationRules
 from nlndl.paths import LENGTH
 
 

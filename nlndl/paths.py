@@ -48,7 +48,7 @@ class PathRule:
         return self.correct / self.predicted if self.predicted else 0.0
 
     def restated(self, chains: set[tuple[Atom, ...]]) -> bool:
-        """Whether a clause among ``chains`` (path clauses, :func:`nlndl.kg.chains_of`) says what this rule says:
+        """Whether a clause among ``chains`` (path clauses, :func:`nlndl.kg_rules.chains_of`) says what this rule says:
         the same path, from X to a different Y (a clause's own r(X, X) part is not told apart)."""
         return not self.reflexive and self.atoms in chains
 

@@ -25,7 +25,7 @@ STAGES = [
     "nlndl.allowance",
     "nlndl.drops",
     "nlndl.learn",
-    "nlndl.kg",
+    "nlndl.kg_rules",
     "nlndl.export",
     "nlndl.kg_export",
     "nlndl.jobs",

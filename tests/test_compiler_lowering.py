@@ -339,3 +339,25 @@ def test_a_sketch_given_as_text_compiles_as_its_file_does(tmp_path):
     with pytest.raises(CompileError) as bad:
         compile_sketch(SketchText(text, "<mine>", {"e": "x\ty\nz\n"}))
     assert "<mine>#e.facts:2:1: error: expected 2 tab-separated fields, got 1" in bad.value.diagnostics.render()
+
+
+def test_a_parsed_sketch_compiles_as_its_file_does_and_is_left_as_it_was(tmp_path):
+    """compile_sketch takes an ast.Sketch: the same arrays as the file, background rules added to a copy."""
+    from nlndl.compiler.parser import parse_file
+
+    text = ".type N <: symbol\n.decl e(a: N, b: N)\n.decl q(a: N, b: N)\n.decl p(a: N, b: N)\n.learn p(vars=3)\n"
+    text += 'e("x","y"). e("y","z").\n.pos p("x","z").\n.neg p("z","x").\n'
+    (tmp_path / "s.dl").write_text(text)
+    (tmp_path / "bg.dl").write_text(
+        ".type N <: symbol\n.decl e(a: N, b: N)\n.decl q(a: N, b: N)\nq(A, B) :- e(B, A).\n"
+    )
+    parsed = parse_file(tmp_path / "s.dl")
+    clauses = list(parsed.worlds[0].clauses)
+    for background in ((), (tmp_path / "bg.dl",)):
+        from_file = compile_sketch(tmp_path / "s.dl", background=background)
+        from_ast = compile_sketch(parsed, background=background)
+        assert from_file.symbols == from_ast.symbols and from_file.learned.keys() == from_ast.learned.keys()
+        for a, b in zip(from_file.worlds, from_ast.worlds, strict=True):
+            assert sorted(a.arrays) == sorted(b.arrays)
+            assert all(np.array_equal(a.arrays[k], b.arrays[k]) for k in a.arrays)
+    assert parsed.worlds[0].clauses == clauses  # the background went into a copy

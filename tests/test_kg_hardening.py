@@ -228,7 +228,7 @@ def test_a_run_never_writes_over_its_own_sketch(tmp_path):
 
 @pytest.mark.parametrize("stop, code", [(KeyboardInterrupt, 130), (Terminated, 143)])
 def test_kg_train_keeps_what_it_learned_when_stopped_and_resumes(tmp_path, monkeypatch, stop, code):
-    from nlndl import kg
+    from nlndl import kg_rules as kg
 
     rows = ["a parent b", "b parent c", "c parent d", "d parent e", "b sib f", "f sib b"]
     train = ["a gp c", "b gp d", "c gp e", "a un f", "c nep f", "e gp2 c", "d gp2 b"]
@@ -276,7 +276,7 @@ def test_sigterm_stops_a_run_as_ctrl_c_does():
 def test_kg_train_resume_refuses_other_settings(tmp_path):
     graph, out = grandparents(tmp_path / "G"), tmp_path / "o"
     from nlndl.jobs import kg as jobs
-    from nlndl.kg import Graph, KGConfig, checkpoint_json, learn_relation
+    from nlndl.kg_rules import Graph, KGConfig, checkpoint_json, learn_relation
 
     config = KGConfig(time_limit=2, max_iters=20)
     one = learn_relation(graph, Graph.read(graph), "gp", config)

@@ -12,7 +12,7 @@ import numpy as np
 from nlndl.compiler import compile_sketch
 from nlndl.compiler.diagnostics import Diagnostics
 from nlndl.compiler.triples import body_relations, kg_sketch, path_scores
-from nlndl.kg import Graph, KGConfig, learn_relation
+from nlndl.kg_rules import Graph, KGConfig, learn_relation
 
 
 def families(directory: Path, noise: int = 6, hub: bool = False) -> Path:

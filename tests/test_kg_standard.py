@@ -18,7 +18,7 @@ from nlndl.cli import app
 from nlndl.compiler.crisp import BodyAtom, Rule, evaluate
 from nlndl.compiler.diagnostics import Diagnostics
 from nlndl.compiler.triples import QUERY_SHARE, kg_sketch, query_split, read_splits, standard_layout
-from nlndl.kg import Graph, KGConfig, PoolJudge, chain, counted_floor, learn_relation, restates, rule_pairs
+from nlndl.kg_rules import Graph, KGConfig, PoolJudge, chain, counted_floor, learn_relation, restates, rule_pairs
 from nlndl.ranking import aggregate
 
 runner = CliRunner()
@@ -94,7 +94,7 @@ def test_chain_clauses_are_products_that_agree_with_the_crisp_evaluator(tmp_path
 def test_many_paths_between_two_entities_count_once():
     a = sparse.csr_matrix(np.ones((1, 300), dtype=np.float32))
     b = sparse.csr_matrix(np.ones((300, 1), dtype=np.float32))
-    from nlndl.kg import boolean
+    from nlndl.kg_rules import boolean
 
     assert boolean(a @ b).toarray().tolist() == [[1.0]], "300 paths: one pair (int8 products wrapped to 44)"
 

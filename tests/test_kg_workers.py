@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from nlndl.errors import JobError
-from nlndl.kg import Graph, KGConfig, learn_graph
+from nlndl.kg_rules import Graph, KGConfig, learn_graph
 from nlndl.workers import worker_count
 
 
@@ -98,7 +98,7 @@ def test_a_worker_that_dies_is_a_located_error(tmp_path, monkeypatch):
     directory = relatives(tmp_path / "kg")
     graph = Graph.read(directory)
     config = KGConfig(time_limit=600, max_iters=20, jobs=2)
-    from nlndl import kg
+    from nlndl import kg_rules as kg
 
     monkeypatch.setattr(kg, "learn_relation", _die)
     with pytest.raises(JobError, match="ended without a result"):

@@ -13,7 +13,7 @@ from nlndl.bench import kg
 from nlndl.cli import app
 from nlndl.compiler.crisp import BodyAtom, Rule
 from nlndl.engines import clingo_model
-from nlndl.kg import Graph, confidence, rule_pairs
+from nlndl.kg_rules import Graph, confidence, rule_pairs
 from nlndl.ranking import (
     AGGREGATIONS,
     DAMPING,

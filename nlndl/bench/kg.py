@@ -30,7 +30,7 @@ from nlndl.compiler.triples import QUERY_SHARE, SPLITS, split_path, standard_lay
 from nlndl.constants import MIN_CORRECT, UNSEEN, ConstantRules
 from nlndl.distributed import process_rank
 from nlndl.errors import JobError
-from nlndl.kg import (
+from nlndl.kg_rules import (
     Graph,
     KGConfig,
     RelationRules,
@@ -227,7 +227,7 @@ def rank_relation(
     learned: RelationRules | dict[str, Any] | None,
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """One relation's row of the report and its ranks (baseline, and with ``learned`` nlndl's): ``learned`` as
-    learned, or as :func:`nlndl.kg.checkpoint_json` keeps it (a worker process rebuilds it on its own graph).
+    learned, or as :func:`nlndl.kg_rules.checkpoint_json` keeps it (a worker process rebuilds it on its own graph).
     A module-level function, so that worker processes rank relations side by side."""
     if isinstance(learned, dict):
         learned = from_checkpoint(learned, graph)

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from nlndl.compiler.tanner import regular_code
-from nlndl.decoders import (
+from nlndl.decoder_training import (
     DecoderTraining,
     Progress,
     bp_decoder,

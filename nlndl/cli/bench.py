@@ -288,7 +288,7 @@ def bench_kg(
     path-rule baseline and nlndl's learned clauses, each ranking by rule confidence (max-aggregation, and
     noisy-or beside it), side by side. Reads the Neural LP layout and the standard one (train/valid/test)."""
     from nlndl.bench import kg
-    from nlndl.kg import Graph, KGConfig, checked_relations
+    from nlndl.kg_rules import Graph, KGConfig, checked_relations
 
     check_outputs(json_path)
     kg.check_layout(directory)

@@ -103,7 +103,7 @@ def kg_train_command(
     writes the program."""
     from nlndl.datalog import render
     from nlndl.jobs import kg as kg_jobs
-    from nlndl.kg import KGConfig
+    from nlndl.kg_rules import KGConfig
 
     config = KGConfig(
         seed, time_limit, noise, negatives, vars_, subgraph, size_option(memory_limit), max_iters, device_option(device)

@@ -104,7 +104,7 @@ def ldpc_train(
 ) -> None:
     """Train a recurrent erasure decoder on random codewords; save weights (safetensors) and settings (JSON)."""
     from nlndl import jobs
-    from nlndl.decoders import DecoderTraining
+    from nlndl.decoder_training import DecoderTraining
     from nlndl.jobs import ldpc as ldpc_jobs
     from nlndl.progress import status_line
 

@@ -62,7 +62,7 @@ class KGTraining:
     """What ``nlndl kg train`` learned and wrote: each relation's rules, and how clingo's closure of the
     exported program compares with nlndl's crisp evaluator's."""
 
-    learned: list  # list[nlndl.kg.RelationRules]; empty on a torchrun rank other than 0, which writes nothing
+    learned: list  # list[nlndl.kg_rules.RelationRules]; empty on a torchrun rank other than 0, which writes nothing
     derived: int  # new triples (not known) the exported program derives, by clingo
     agree: bool  # clingo and the crisp evaluator derive the same triples
     files: list[Path]
@@ -71,7 +71,7 @@ class KGTraining:
 
 
 def kg_output_files(graph: object, chosen: list[str]) -> list[str]:
-    """Every file ``nlndl kg train`` writes for the ``chosen`` relations of ``graph`` (a ``nlndl.kg.Graph``)."""
+    """Every file ``nlndl kg train`` writes for the ``chosen`` relations of ``graph`` (a ``nlndl.kg_rules.Graph``)."""
     from nlndl.compiler.triples import sketch_identifiers
     from nlndl.datalog import Names
 
@@ -108,7 +108,7 @@ def kg_stamp(directory: Path, config: object) -> dict:
 def kg_kept(out: OutputDir, stamp: dict, chosen: list[str], graph: object) -> dict:
     """The relations an interrupted ``kg train`` kept in OUT/rules.checkpoint, checked to be learned from the same
     files and settings (JobError naming what changed)."""
-    from nlndl.kg import from_checkpoint
+    from nlndl.kg_rules import from_checkpoint
 
     root = out.root / KG_CHECKPOINT
     if not root.is_dir():
@@ -145,12 +145,12 @@ def train_kg(
 ) -> KGTraining:
     """Learn every relation (or those named) of a graph (either layout) and write OUTPUT/rules.dl,
     rules.lp, their facts and rules.json; the exported program is run by clingo and by nlndl's crisp evaluator,
-    which must agree. ``config``: a :class:`nlndl.kg.KGConfig`.
+    which must agree. ``config``: a :class:`nlndl.kg_rules.KGConfig`.
 
     Each relation learned is kept in OUTPUT/rules.checkpoint until the program is written, so that a run
     interrupted (Ctrl-C, SIGTERM: Interrupted) continues with ``resume`` from the relations it had learned."""
     from nlndl.distributed import process_rank
-    from nlndl.kg import Graph, KGConfig, checked_relations, checkpoint_json, learn_graph
+    from nlndl.kg_rules import Graph, KGConfig, checked_relations, checkpoint_json, learn_graph
 
     config = config or KGConfig()
     graph = Graph.read(Path(directory), config.memory_limit)
@@ -249,8 +249,8 @@ def parse_query(text: str) -> tuple[str, str, bool]:
 
 def predict_kg(output: Path, query: str, k: int = 10, memory_limit: int = DEFAULT_MEMORY_LIMIT) -> list:
     """The ``k`` best answers to ``query`` by the clauses ``nlndl kg train -D OUTPUT`` wrote, each with the clauses
-    that derive it and their confidences (``nlndl.kg.Prediction``); JobError naming what is missing."""
-    from nlndl.kg import Graph, predict
+    that derive it and their confidences (``nlndl.kg_rules.Prediction``); JobError naming what is missing."""
+    from nlndl.kg_rules import Graph, predict
 
     relation, entity, tail_asked = parse_query(query)
     path = Path(output) / "rules.json"
@@ -280,8 +280,8 @@ def closure_agrees(graph: object, learned: list, clingo_program: str) -> tuple[i
     from nlndl.compiler.crisp import evaluate
     from nlndl.datalog import Names
     from nlndl.engines import clingo_model
-    from nlndl.kg import KNOWN
     from nlndl.kg_export import rules, sources
+    from nlndl.kg_rules import KNOWN
 
     held = sources(learned)
     names = Names.for_relations(list(held))

@@ -14,7 +14,7 @@ from nlndl.defaults import (
 from nlndl.errors import JobError
 
 if TYPE_CHECKING:
-    from nlndl.decoders import DecoderTraining
+    from nlndl.decoder_training import DecoderTraining
 from nlndl.jobs import output_dir, save
 
 
@@ -56,7 +56,7 @@ def train_ldpc_decoder(
 ) -> dict:
     """Train a recurrent erasure decoder on ``graph`` and save it to ``output`` (weights as safetensors, settings
     as JSON); the summary, with the formulas an NLN decoder learned."""
-    from nlndl import decoders
+    from nlndl import decoder_training as decoders
     from nlndl.runtime.budget import BudgetError
 
     target = output_dir(Path(output), DECODER_FILES, writer="ldpc train")
@@ -77,7 +77,7 @@ def evaluate_ldpc_decoder(
     directory: Path, graph: TannerGraph, eps: Sequence[float], ts: Sequence[int], codewords: int, seed: int = 0
 ) -> list[dict]:
     """BER and WER of the decoder saved in ``directory``, BP and ML on the same random codewords of ``graph``."""
-    from nlndl import decoders
+    from nlndl import decoder_training as decoders
 
     try:
         trained, _ = decoders.load_decoder(Path(directory))

@@ -2,9 +2,9 @@
 learned under ``noise``, and every clause the network read out during training kept with its confidence.
 
 A clause's confidence is its support (known triples of the relation it derives) over the pairs it derives,
-both on facts.txt + train.txt, the path-rule miners' definition. The learned program is the crisp answer;
-the clauses with their confidences rank candidates (noisy-or, :mod:`nlndl.ranking`), since a program of
-three clauses ties every candidate it derives.
+on the graph the rules read (train.txt, or Neural LP's facts.txt + train.txt), the path-rule miners'
+definition. The learned program is the crisp answer; the clauses with their confidences rank candidates
+(top-aggregation, :mod:`nlndl.ranking`), since a program of three clauses ties every candidate it derives.
 """
 
 from __future__ import annotations
