@@ -151,6 +151,7 @@ class SketchText:
     text: str
     name: str = "<sketch>"
     facts: Mapping[str, str] = field(default_factory=dict)
+    parsed: Sketch | None = None  # the text already parsed, where its writer built the nodes (KGSketch.parsed)
 
 
 def ground_sketch(
@@ -164,6 +165,8 @@ def ground_sketch(
     carrying every diagnostic."""
     if isinstance(path, Sketch):
         sketch, texts = with_background(path, tuple(background), memory_limit), None
+    elif isinstance(path, SketchText) and path.parsed is not None:
+        sketch, texts = with_background(path.parsed, tuple(background), memory_limit), path.facts
     elif isinstance(path, SketchText):
         sketch, texts = parse_source(path.text, path.name, tuple(background), memory_limit), path.facts
     else:

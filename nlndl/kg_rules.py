@@ -400,8 +400,9 @@ def learn_relation(directory: Path, graph: Graph, target: str, config: KGConfig)
     if made is None:
         raise JobError(diags.render())
     start = time.perf_counter()
-    source = SketchText(made.text, f"<kg sketch of {target}>", made.facts)
+    located = f"<kg sketch of {target}>"
     try:
+        source = SketchText(made.text, located, made.facts, made.parsed(located))
         program = compile_sketch(source, seed=config.seed, subgraph=config.subgraph, memory_limit=config.memory_limit)
     except CompileError as exc:  # located in the sketch kg_sketch wrote: said of the relation instead
         found = " ".join(d.message for d in exc.diagnostics.errors)

@@ -279,3 +279,39 @@ def test_counted_paths_of_three_atoms_rank_beside_the_clauses_and_explain_predic
     assert "10\t8\t0.800000\tr(X,Y) <= p(X,A), q(A,B), s(B,Y)" in lines, lines[:5]
     assert answer["entity"] == "y8" and not answer["known"]
     assert {"rule": "r(X,Y) :- p(X,A), q(A,B), s(B,Y)", "confidence": 0.8} in answer["rules"]
+
+
+def test_a_relations_sketch_compiles_the_same_from_its_nodes_as_from_its_text(tmp_path):
+    """KGSketch.parsed builds the example nodes lark would parse from the text: the same examples, located on
+    the same lines, and the same compiled arrays."""
+    from nlndl.compiler import SketchText, compile_sketch
+    from nlndl.compiler.diagnostics import Diagnostics
+    from nlndl.compiler.parser import parse_source
+    from nlndl.compiler.triples import kg_sketch
+
+    rng = np.random.default_rng(3)
+    names = [f'e{i}"q\\\\' if i % 7 == 0 else f"e{i}" for i in range(30)]  # quotes and backslashes escaped
+    rows = [(names[a], r, names[b]) for a, b, r in zip(rng.integers(0, 30, 200), rng.integers(0, 30, 200),
+                                                          rng.choice(["p", "q", "s"], 200), strict=True)]  # fmt: skip
+    directory = tmp_path / "G"
+    directory.mkdir()
+    for split, part in (("train", rows[:160]), ("valid", rows[160:180]), ("test", rows[180:])):
+        (directory / f"{split}.txt").write_text("".join(f"{h}\t{r}\t{t}\n" for h, r, t in part))
+    made = kg_sketch(directory, "p", Diagnostics())
+    assert made is not None and made.examples
+    text = parse_source(made.text, "<p>")
+    nodes = made.parsed("<p>")
+
+    def examples(sketch):
+        return [
+            (e.atom.predicate, tuple(a.value for a in e.atom.args), e.positive, str(e.span), str(e.atom.span))
+            for e in sketch.worlds[0].examples
+        ]
+
+    assert examples(nodes) == examples(text)
+    from_text = compile_sketch(SketchText(made.text, "<p>", made.facts))
+    from_nodes = compile_sketch(SketchText(made.text, "<p>", made.facts, nodes))
+    assert from_text.symbols == from_nodes.symbols
+    for a, b in zip(from_text.worlds, from_nodes.worlds, strict=True):
+        assert sorted(a.arrays) == sorted(b.arrays)
+        assert all(np.array_equal(a.arrays[k], b.arrays[k]) for k in a.arrays)

@@ -76,6 +76,8 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     help="Learn explicit, verifiable Datalog programs with Neural Logic Networks.",
+    epilog="Exit codes: 0 done (rules solved or accepted); 1 a located error (file:line:col: error: ...) or rules "
+    "not solved; 2 a usage error; 3 an internal error (NLNDL_TRACEBACK=1 shows it); 130 Ctrl-C; 143 SIGTERM.",
 )
 bench_app = typer.Typer(
     cls=Commands, no_args_is_help=True, help="Run the paper's experiments and the performance benchmarks."
