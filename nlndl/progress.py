@@ -9,7 +9,15 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 stderr = Console(stderr=True)
 LOG_EVERY = 30.0  # seconds between a training run's progress lines off a terminal
@@ -17,7 +25,8 @@ LOG_EVERY = 30.0  # seconds between a training run's progress lines off a termin
 
 @contextmanager
 def progress_bar(total: int, quiet: bool = False) -> Iterator[Callable[[str], None]]:
-    """Yield ``tell(label)``: call it before each of ``total`` units of work."""
+    """Yield ``tell(label)``: call it before each of ``total`` units of work; the time left is estimated from
+    the units done (off a terminal, each line says it once one is done)."""
     if quiet:
         yield lambda _label: None
         return
@@ -26,12 +35,15 @@ def progress_bar(total: int, quiet: bool = False) -> Iterator[Callable[[str], No
 
         def line(label: str) -> None:
             nonlocal count
+            elapsed = time.perf_counter() - started
+            left = f", about {elapsed / count * (total - count):.0f} s left" if count and total > count else ""
             count += 1
-            print(f"[{count}/{total} {time.perf_counter() - started:7.1f} s] {label}", file=sys.stderr, flush=True)
+            print(f"[{count}/{total} {elapsed:7.1f} s{left}] {label}", file=sys.stderr, flush=True)
 
         yield line
         return
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    columns += (TextColumn("left"), TimeRemainingColumn())
     with Progress(*columns, console=stderr, transient=True) as bar:
         task = bar.add_task("starting", total=total)
         started = False
