@@ -8,7 +8,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from nlndl import decoders as ldpc
+from nlndl import decoder_training as ldpc
 from nlndl.cli import app
 from nlndl.compiler.tanner import TannerGraph, null_space, regular_code
 from nlndl.erasure import Decoded, ml_decode, random_codewords

@@ -14,7 +14,7 @@ import sys
 import numpy as np
 import torch
 
-from nlndl import decoders as ldpc
+from nlndl import decoder_training as ldpc
 from nlndl.compiler.tanner import null_space, regular_code
 from nlndl.erasure import Decoded, erase, random_codewords
 from nlndl.runtime.decoder import DecoderShape, ErasureDecoder, channel_messages, hard_decisions
