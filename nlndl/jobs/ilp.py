@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from nlndl import __version__
 from nlndl.compiler import DEFAULT_MEMORY_LIMIT, check_options, compile_sketch, ground_sketch
@@ -22,6 +22,7 @@ from nlndl.defaults import (
 )
 from nlndl.errors import Interrupted, JobError
 from nlndl.export import clingo_text, planned_paths, souffle_text, write_program
+from nlndl.jobs import changed_files, check_device, from_record, read_record, recorded_path
 from nlndl.output import OutputDir, OutputError
 from nlndl.rules import read_rules, rules_from_text
 from nlndl.verify import Score, clingo_score
@@ -29,7 +30,6 @@ from nlndl.verify import Score, clingo_score
 if TYPE_CHECKING:
     from nlndl.learn import LearnConfig, LearnResult
     from nlndl.runtime.collective import Collective
-from nlndl.jobs import changed_files, check_device, from_record, read_record, recorded_path
 
 
 def compile_program(
@@ -126,7 +126,6 @@ class TrainPlan:
         """Train, verify with clingo and write <stem>.dl, <stem>.lp, the facts and <stem>.json; a checkpoint is
         kept while the run is unsolved (Interrupted on Ctrl-C, after saving it)."""
         from nlndl.learn import learn
-        from nlndl.runtime.budget import BudgetError
         from nlndl.runtime.train import CheckpointError
 
         relative = checkpoint_name(self.stem)
@@ -152,8 +151,6 @@ class TrainPlan:
             raise Interrupted.of(exc, message) from None
         except CheckpointError as exc:
             raise _unusable(self.checkpoint, exc) from None
-        except BudgetError as exc:
-            raise JobError(f"{self.sketch}: error: {exc}") from None
         except OutputError as exc:
             raise JobError(f"{exc}\n(the checkpoint could not be saved; what was there is unchanged)") from None
         record = {**self.record, **result.to_json()}
@@ -185,6 +182,8 @@ class Prepared:
     config: LearnConfig
     notes: list[str]
     collective: Collective
+    subgraph: int | str | None  # the --subgraph trained with (None under torchrun, which never samples one)
+    background: list[Path]  # the background programs read
 
 
 def training_config(
@@ -299,7 +298,7 @@ def prepare_training(
         class_weight=class_weight, memory_limit=memory_limit, noise=noise, validation=validation,
         grow=grounded.grow if program.whole else None, collective=collective, origin=str(sketch),
     )  # fmt: skip
-    return Prepared(program, config, notes + fitted, collective)
+    return Prepared(program, config, notes + fitted, collective, subgraph, background)
 
 
 def plan_training(
@@ -308,7 +307,7 @@ def plan_training(
     output: Path = Path(OUTPUT_DIR),
     *,
     resume: bool = False,
-    **options,
+    **options: Any,
 ) -> TrainPlan:
     """Everything ``nlndl train`` checks before it trains: compile the sketch and settle its training
     (:func:`prepare_training`, which takes ``options``), check every output path (files nlndl derives may
@@ -336,8 +335,7 @@ def plan_training(
             )
     files, dirs = planned_paths(stem, program)
     saved = [f"{relative}/checkpoint.json", f"{relative}/checkpoint.safetensors", f"{relative}/{TRAINED_ON}"]
-    background = [Path(b) for b in options.get("background", ())]
-    out = OutputDir(Path(output), "train", [*program.inputs, sketch, *background])
+    out = OutputDir(Path(output), "train", [*program.inputs, sketch, *prepared.background])
     if resume:
         out.adopted.update(saved)  # the checkpoint continued from is replaced by its continuation
     out.check([*files, f"{stem}.json", *saved], [*dirs, relative])
@@ -346,11 +344,11 @@ def plan_training(
         "nlndl": __version__,
         "sketch": from_record(sketch, out.root),  # relative to the record's directory, so that both may move
         "fact_dir": from_record(fact_dir, out.root) if fact_dir else None,
-        "background": [from_record(b, out.root) for b in background],
-        "seed": options.get("seed", 0),
-        "class_weight": options.get("class_weight", CLASS_WEIGHTS[0]),
-        "subgraph": options.get("subgraph", SUBGRAPH) if prepared.collective.size == 1 else None,
-        "validation_fraction": options.get("validation"),
+        "background": [from_record(b, out.root) for b in prepared.background],
+        "seed": prepared.config.train.seed,
+        "class_weight": prepared.config.chain.class_weight,
+        "subgraph": prepared.subgraph,
+        "validation_fraction": prepared.config.validation,
         "processes": prepared.collective.size,
     }
     return TrainPlan(sketch, program, stem, out, prepared.config, resume, record, prepared.notes, prepared.collective)

@@ -21,11 +21,11 @@ from nlndl.defaults import (
     KG_VARS,
 )
 from nlndl.errors import Interrupted, JobError
+from nlndl.jobs import changed_files, from_record, output_dir, recorded_path, save
 from nlndl.output import OutputDir, OutputError
 
 if TYPE_CHECKING:
     pass
-from nlndl.jobs import changed_files, from_record, output_dir, recorded_path, save
 
 
 def write_kg_sketch(

@@ -12,10 +12,10 @@ from nlndl.defaults import (
     TRAIN_MEMORY_BYTES,
 )
 from nlndl.errors import JobError
+from nlndl.jobs import output_dir, save
 
 if TYPE_CHECKING:
     from nlndl.decoder_training import DecoderTraining
-from nlndl.jobs import output_dir, save
 
 
 def tanner_graph(matrix: Path | None = None, generate: str | None = None, seed: int = 0) -> TannerGraph:
