@@ -76,10 +76,15 @@ LEARN_KEYS = {
     "invented",
     "prune",
     "norepeat",
+    "repeat",
     "functions",
     "amalgamation",
 }
 PRUNE_MODES = ("auto", "extensional", "path", "none")
+# Candidate atoms that repeat a variable: in any atom (all), in atoms of at most two arguments (binary:
+# edge(A,A) stays, cons(A,B,A) goes), or in none. In atoms of three or more arguments they are most of
+# the candidates (40 of cons/3's 64 over four variables) and rarely what a rule needs.
+REPEAT_MODES = ("binary", "all", "none")
 MAX_VARS = 32  # variables of a learned clause: |D|^vars substitutions
 MAX_TERMS = 4096  # conjunctions (DNF) or disjunctions (CNF) per learned predicate
 FORMS = ("dnf", "cnf")
@@ -100,7 +105,7 @@ class LearnSpec:
     invented: bool
     prune: str
     span: Span
-    norepeat: bool = False  # leave out candidate atoms that repeat a variable, e.g. eq(A,A)
+    repeat: str = "binary"  # which candidate atoms may repeat a variable, one of REPEAT_MODES
     functions: tuple[str, ...] = ()  # unary functions that may be applied to variables, e.g. H(A)
     negated: tuple[str, ...] = ()  # with negation: the body predicates that do not depend on this one
     amalgamation: str = "replace"  # see AMALGAMATIONS
@@ -250,7 +255,7 @@ class _Checker:
                 invented=self.flag_option(opts.get("invented")),
                 prune=self.word_option(opts.get("prune"), "extensional", PRUNE_MODES),
                 span=learn.span,
-                norepeat=self.flag_option(opts.get("norepeat")),
+                repeat=self.repeat_option(opts.get("repeat"), opts.get("norepeat")),
                 functions=self.functions_option(opts.get("functions")),
                 amalgamation=self.word_option(opts.get("amalgamation"), "replace", AMALGAMATIONS),
             )
@@ -320,6 +325,14 @@ class _Checker:
             self.error(option.span, f"'{option.key}' must be one of {', '.join(choices)}")
             return default
         return str(option.value)
+
+    def repeat_option(self, option: ast.Option | None, norepeat: ast.Option | None) -> str:
+        """``repeat=...``, or ``norepeat`` (short for ``repeat=none``); not both."""
+        if norepeat is not None and option is not None:
+            self.error(norepeat.span, "'norepeat' is short for 'repeat=none': give one of them")
+        if norepeat is not None:
+            return "none" if self.flag_option(norepeat) else "all"
+        return self.word_option(option, REPEAT_MODES[0], REPEAT_MODES)
 
     def names_option(self, option: ast.Option | None, default: tuple[str, ...]) -> tuple[str, ...]:
         if option is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -161,13 +161,27 @@ def count_inputs(spec: LearnSpec, checked: Checked) -> int:
 
 def input_list(spec: LearnSpec, checked: Checked) -> list[InputAtom]:
     """Terms(q, V) for each body predicate q: every well-typed atom over the variables (and the allowed
-    functions of them), the head atom excluded."""
+    functions of them), the head atom excluded, and those that repeat a variable where ``spec.repeat``
+    leaves them out."""
     atoms = []
     head = InputAtom(spec.predicate, tuple(range(spec.head_arity)))
     for q, candidates in _candidates(spec, checked).items():
         for combo in np.ndindex(*[len(c) for c in candidates]) if candidates else [()]:
             chosen = [candidates[i][j] for i, j in enumerate(combo)]
             atom = InputAtom(q, tuple(v for v, _ in chosen), tuple(f for _, f in chosen))
-            if atom != head and not (spec.norepeat and len(set(chosen)) < len(chosen)):
+            if atom != head and (len(set(chosen)) == len(chosen) or repeats(spec.repeat, len(chosen))):
                 atoms.append(atom)
     return atoms
+
+
+def repeats_left_out(spec: LearnSpec, checked: Checked, kept: int) -> int:
+    """How many candidate atoms ``spec.repeat`` left out of the ``kept`` it allowed (0 under repeat=all)."""
+    arities = [len(checked.relations[q].attributes) for q in spec.body]
+    if spec.repeat == "all" or (spec.repeat == "binary" and max(arities, default=0) <= 2):
+        return 0
+    return len(input_list(replace(spec, repeat="all"), checked)) - kept
+
+
+def repeats(mode: str, arity: int) -> bool:
+    """Whether a candidate atom of ``arity`` arguments may repeat a variable under ``repeat=mode``."""
+    return mode == "all" or (mode == "binary" and arity <= 2)

@@ -59,6 +59,7 @@ class LearnedIR:
     pruned: bool = True  # substitutions were pruned (prune=extensional): the safety gate keeps clauses sound under it
     negated: tuple[str, ...] = ()  # with negation: the predicates whose candidate atoms may also appear negated
     amalgamation: str = "replace"  # the sketch's, one of AMALGAMATIONS
+    repeats_left_out: int = 0  # candidate atoms left out because they repeat a variable (the sketch's repeat=)
 
 
 @dataclass

@@ -21,7 +21,7 @@ import numpy as np
 from nlndl.compiler import examples
 from nlndl.compiler.check import Checked, LearnSpec
 from nlndl.compiler.diagnostics import Diagnostics, Span, size_text
-from nlndl.compiler.ground import GroundWorld, count_inputs, input_list, readable
+from nlndl.compiler.ground import GroundWorld, count_inputs, input_list, readable, repeats_left_out
 from nlndl.compiler.ir import InputAtom, LearnedIR, WorldIR
 from nlndl.compiler.join import JoinTooLarge, joinable, kept_by_join, sorted_unique
 from nlndl.compiler.layout import DENSE_ATOMS, Layout, fact_keys, valuation
@@ -363,7 +363,7 @@ def prunes(spec: LearnSpec, worlds: list[GroundWorld]) -> bool:
     return grid > PRUNE_ABOVE
 
 
-def learned_ir(spec: LearnSpec, inputs: list[InputAtom], pruned: bool) -> LearnedIR:
+def learned_ir(spec: LearnSpec, inputs: list[InputAtom], pruned: bool, left_out: int = 0) -> LearnedIR:
     return LearnedIR(
         spec.predicate,
         spec.head_arity,
@@ -376,6 +376,7 @@ def learned_ir(spec: LearnSpec, inputs: list[InputAtom], pruned: bool) -> Learne
         pruned,
         spec.negated if spec.negation else (),
         spec.amalgamation,
+        left_out,
     )
 
 
@@ -528,4 +529,5 @@ def lower(
         mine = set(arrays["examples/slots"].tolist()) if shard[1] > 1 else None
         underivable(world, layout, heads, diags, mine)
         out.append(WorldIR(world.name, layout.atoms, layout.entries, world.domains, subst, dropped, arrays))
-    return {p: learned_ir(s, inputs[p], pruned[p]) for p, s in checked.learned.items()}, out
+    left_out = {p: repeats_left_out(spec, checked, len(inputs[p])) for p, spec in checked.learned.items()}
+    return {p: learned_ir(s, inputs[p], pruned[p], left_out[p]) for p, s in checked.learned.items()}, out

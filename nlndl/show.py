@@ -35,7 +35,8 @@ def show_ir(program: CompiledProgram, limit: int = 5) -> str:
             f"{', negation of ' + (', '.join(ir.negated) or 'no body predicate') if ir.negation else ''}"
             f"{', steps merged by ' + ir.amalgamation if ir.amalgamation != 'replace' else ''}"
         )
-        lines.append(f"  inputs ({len(ir.inputs)}): {' '.join(render_input(a) for a in ir.inputs)}")
+        left_out = f"; {ir.repeats_left_out:,} that repeat a variable left out" if ir.repeats_left_out else ""
+        lines.append(f"  inputs ({len(ir.inputs)}{left_out}): {' '.join(render_input(a) for a in ir.inputs)}")
         for world in program.worlds:
             gather, scatter = world.gather(name), world.scatter(name)
             entry = world.layout[name]

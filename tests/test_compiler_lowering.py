@@ -361,3 +361,34 @@ def test_a_parsed_sketch_compiles_as_its_file_does_and_is_left_as_it_was(tmp_pat
             assert sorted(a.arrays) == sorted(b.arrays)
             assert all(np.array_equal(a.arrays[k], b.arrays[k]) for k in a.arrays)
     assert parsed.worlds[0].clauses == clauses  # the background went into a copy
+
+
+REPEATS = """
+.decl t(a: symbol, b: symbol, c: symbol)
+.decl e(a: symbol, b: symbol)
+.decl p(a: symbol, b: symbol)
+t("x","x","y"). e("x","y").
+.learn p(vars=3{repeat})
+.pos p("x","y").
+"""
+
+
+@pytest.mark.parametrize(
+    ("repeat", "ternary", "binary"),
+    [("", 3 * 2 * 1, 9), (", repeat=binary", 3 * 2 * 1, 9), (", repeat=all", 27, 9), (", norepeat", 6, 6)],
+)
+def test_repeated_variables_are_candidates_in_binary_atoms_unless_asked(tmp_path, repeat, ternary, binary):
+    """By default only atoms of at most two arguments may repeat a variable (e(A,A) stays, t(A,B,A) goes);
+    repeat=all keeps every atom, norepeat (repeat=none) none that repeats one."""
+    program = compile_text(tmp_path, REPEATS.format(repeat=repeat))
+    inputs = program.learned["p"].inputs
+    assert sum(a.predicate == "t" for a in inputs) == ternary
+    assert sum(a.predicate == "e" for a in inputs) == binary
+    assert sum(a.predicate == "p" for a in inputs) == (9 if "norepeat" not in repeat else 6) - 1  # not its head
+    assert program.learned["p"].repeats_left_out == 27 - ternary + (9 - binary) * 2
+
+
+def test_an_unknown_repeat_mode_is_located(tmp_path):
+    with pytest.raises(CompileError) as info:
+        compile_text(tmp_path, REPEATS.format(repeat=", repeat=twice"))
+    assert "s.dl:6:18: error: 'repeat' must be one of binary, all, none" in info.value.diagnostics.render()

@@ -46,6 +46,7 @@ runner = CliRunner()
         "same_generation",
         "divisible_by_3",
         "list_suffix",
+        "list_length",
     ],
 )
 def test_task_is_learned_and_verified_by_clingo(task, tmp_path):
@@ -430,3 +431,27 @@ def test_bench_ilp_units_keep_a_chain_in_one_worker():
     ]
     # without Addition benchmarked, Multiplication's worker learns it from the same seed on its own
     assert [[t.name for t in u] for u in ilp.units(ilp.select(tasks, ["Multiplication"]))] == [["Multiplication"]]
+
+
+DIAGONAL = """
+.decl t(a: symbol, b: symbol, c: symbol)
+.decl q(c: symbol)
+t("x","x","y"). t("x","z","w"). t("z","z","v"). t("w","x","u").
+.learn q(vars=2{repeat})
+.closed q
+.pos q("y"). .pos q("v").
+"""
+
+
+def test_a_rule_through_a_ternary_atom_that_repeats_a_variable_needs_repeat_all(tmp_path):
+    """q(A) :- t(B, B, A): by default an atom of three arguments repeats no variable, and the unsolved run
+    says how many candidates that left out and how to add them; with repeat=all the rule is learned."""
+    sketch = tmp_path / "diagonal.dl"
+    sketch.write_text(DIAGONAL.format(repeat=""))
+    left = runner.invoke(app, ["train", str(sketch), "-D", str(tmp_path / "a"), "--max-iters", "50", "-q"])
+    assert left.exit_code == 1, left.output
+    assert "q: 8 candidate atoms that repeat a variable were left out; '.learn q(..., repeat=all)'" in left.output
+    sketch.write_text(DIAGONAL.format(repeat=", repeat=all"))
+    kept = runner.invoke(app, ["train", str(sketch), "-D", str(tmp_path / "b"), "-q"])
+    assert kept.exit_code == 0, kept.output
+    assert "q(A) :- t(B, B, A)." in kept.output

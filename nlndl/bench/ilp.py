@@ -46,6 +46,9 @@ DILP_NAMES = {
     "cyclic": "Graph/Cyclic",
 }
 EXTRA = {"Addition": "addition", "Multiplication": "multiplication", "Sorting": "sorting"}
+# the list tasks in the cons/3 encoding (examples/ilp/list_tasks.py): benched when named, not by default
+NAMED_ONLY = {"Cons/Last": "list_last", "Cons/Member": "list_member", "Cons/Suffix": "list_suffix"}
+NAMED_ONLY["Cons/Length"] = "list_length"
 # a task that learns on top of another's learned rules, from the same seed (the CLI's train -B)
 CHAINS = {"Multiplication": "Addition"}
 
@@ -55,6 +58,7 @@ class Task:
     name: str
     sketch: Path
     after: Task | None = None  # the task whose learned rules (same seed) are this task's background
+    default: bool = True  # in the benchmark when no task is named
 
 
 def find_tasks(root: Path) -> list[Task]:
@@ -69,12 +73,15 @@ def find_tasks(root: Path) -> list[Task]:
         if (root / folder / "sketch.dl").exists():
             first = next((t for t in tasks if t.name == CHAINS.get(name)), None)
             tasks.append(Task(name, root / folder / "sketch.dl", first))
+    for name, folder in NAMED_ONLY.items():
+        if (root / folder / "sketch.dl").exists():
+            tasks.append(Task(name, root / folder / "sketch.dl", default=False))
     return tasks
 
 
 def select(tasks: list[Task], wanted: list[str] | None) -> list[Task]:
     if not wanted:
-        return tasks
+        return [t for t in tasks if t.default]
     keys = {w.lower() for w in wanted}
     return [
         t

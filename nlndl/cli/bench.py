@@ -68,7 +68,12 @@ def bundled_examples() -> Path:
 @reported
 def bench_ilp(
     tasks: Annotated[
-        list[str] | None, typer.Option("--tasks", help="Task names or folders (repeatable); default: all.")
+        list[str] | None,
+        typer.Option(
+            "--tasks",
+            help="Task names or folders (repeatable); default: the dILP tasks, Addition, Multiplication and "
+            "Sorting (the cons/3 list tasks, list_last, list_member, list_suffix, list_length: when named).",
+        ),
     ] = None,
     seeds: Annotated[int, typer.Option(min=1, help="Seeds per task.")] = 10,
     json_path: JsonPath = None,

@@ -252,6 +252,12 @@ def train_command(
             )
         elif not result.solved:
             typer.echo(f"  best rules: precision {score.precision:.3f}, recall {score.recall:.3f} on the examples")
+            for p, ir in plan.program.learned.items():
+                if ir.repeats_left_out:
+                    typer.echo(
+                        f"  {p}: {ir.repeats_left_out:,} candidate atoms that repeat a variable were left out; "
+                        f"'.learn {p}(..., repeat=all)' adds them"
+                    )
         held = result.validation
         if held is not None:
             typer.echo(
