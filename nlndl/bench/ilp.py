@@ -47,8 +47,12 @@ DILP_NAMES = {
 }
 EXTRA = {"Addition": "addition", "Multiplication": "multiplication", "Sorting": "sorting"}
 # the list tasks in the cons/3 encoding (examples/ilp/list_tasks.py): benched when named, not by default
-NAMED_ONLY = {"Cons/Last": "list_last", "Cons/Member": "list_member", "Cons/Suffix": "list_suffix"}
-NAMED_ONLY["Cons/Length"] = "list_length"
+NAMED_ONLY = {
+    "Cons/Last": "list_last",
+    "Cons/Member": "list_member",
+    "Cons/Suffix": "list_suffix",
+    "Cons/Length": "list_length",
+}
 # a task that learns on top of another's learned rules, from the same seed (the CLI's train -B)
 CHAINS = {"Multiplication": "Addition"}
 
