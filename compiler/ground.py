@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -155,31 +156,35 @@ def _candidates(spec: LearnSpec, checked: Checked) -> dict[str, list[list[tuple[
 
 
 def count_inputs(spec: LearnSpec, checked: Checked) -> int:
-    """An upper bound on len(input_list(spec, checked)), exact in Python integers, without enumerating."""
+    """An upper bound on len(input_list(spec, checked).atoms), exact in Python integers, without enumerating."""
     return sum(math.prod(len(c) for c in args) for args in _candidates(spec, checked).values())
 
 
-def input_list(spec: LearnSpec, checked: Checked) -> list[InputAtom]:
+class Candidates(NamedTuple):
+    """A learned predicate's candidate body atoms, and how many ``spec.repeat`` left out for repeating a
+    variable (none under repeat=all)."""
+
+    atoms: list[InputAtom]
+    repeats_left_out: int
+
+
+def input_list(spec: LearnSpec, checked: Checked) -> Candidates:
     """Terms(q, V) for each body predicate q: every well-typed atom over the variables (and the allowed
     functions of them), the head atom excluded, and those that repeat a variable where ``spec.repeat``
-    leaves them out."""
-    atoms = []
+    leaves them out (counted)."""
+    atoms, left_out = [], 0
     head = InputAtom(spec.predicate, tuple(range(spec.head_arity)))
     for q, candidates in _candidates(spec, checked).items():
         for combo in np.ndindex(*[len(c) for c in candidates]) if candidates else [()]:
             chosen = [candidates[i][j] for i, j in enumerate(combo)]
             atom = InputAtom(q, tuple(v for v, _ in chosen), tuple(f for _, f in chosen))
-            if atom != head and (len(set(chosen)) == len(chosen) or repeats(spec.repeat, len(chosen))):
+            if atom == head:
+                continue
+            if len(set(chosen)) == len(chosen) or repeats(spec.repeat, len(chosen)):
                 atoms.append(atom)
-    return atoms
-
-
-def repeats_left_out(spec: LearnSpec, checked: Checked, kept: int) -> int:
-    """How many candidate atoms ``spec.repeat`` left out of the ``kept`` it allowed (0 under repeat=all)."""
-    arities = [len(checked.relations[q].attributes) for q in spec.body]
-    if spec.repeat == "all" or (spec.repeat == "binary" and max(arities, default=0) <= 2):
-        return 0
-    return len(input_list(replace(spec, repeat="all"), checked)) - kept
+            else:
+                left_out += 1
+    return Candidates(atoms, left_out)
 
 
 def repeats(mode: str, arity: int) -> bool:

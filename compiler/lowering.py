@@ -21,7 +21,7 @@ import numpy as np
 from nlndl.compiler import examples
 from nlndl.compiler.check import Checked, LearnSpec
 from nlndl.compiler.diagnostics import Diagnostics, Span, size_text
-from nlndl.compiler.ground import GroundWorld, count_inputs, input_list, readable, repeats_left_out
+from nlndl.compiler.ground import GroundWorld, count_inputs, input_list, readable
 from nlndl.compiler.ir import InputAtom, LearnedIR, WorldIR
 from nlndl.compiler.join import JoinTooLarge, joinable, kept_by_join, sorted_unique
 from nlndl.compiler.layout import DENSE_ATOMS, Layout, fact_keys, valuation
@@ -427,7 +427,8 @@ def lower(
             )
     if diags:
         return {}, []
-    inputs = {p: input_list(spec, checked) for p, spec in checked.learned.items()}
+    candidates = {p: input_list(spec, checked) for p, spec in checked.learned.items()}
+    inputs = {p: c.atoms for p, c in candidates.items()}
     closed = {name for name, _ in checked.sketch.closed}
     samples = checked.sketch.samples
     pruned = {p: prunes(spec, worlds) for p, spec in checked.learned.items()}
@@ -529,5 +530,5 @@ def lower(
         mine = set(arrays["examples/slots"].tolist()) if shard[1] > 1 else None
         underivable(world, layout, heads, diags, mine)
         out.append(WorldIR(world.name, layout.atoms, layout.entries, world.domains, subst, dropped, arrays))
-    left_out = {p: repeats_left_out(spec, checked, len(inputs[p])) for p, spec in checked.learned.items()}
+    left_out = {p: c.repeats_left_out for p, c in candidates.items()}
     return {p: learned_ir(s, inputs[p], pruned[p], left_out[p]) for p, s in checked.learned.items()}, out

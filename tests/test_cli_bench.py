@@ -86,20 +86,3 @@ def test_bench_startup_times_train_beside_the_import_floor(tmp_path, monkeypatch
     assert "| less_than |" in result.output
     missing = runner.invoke(app, ["bench", "startup", "--tasks", "nothing_here"])
     assert missing.exit_code == 1 and "nothing_here" in missing.output
-
-
-def test_bench_ilp_runs_the_list_tasks_only_when_named():
-    """The cons/3 list tasks are bundled for bench ilp --tasks list_member (and the others) but stay out of the
-    default set, whose figures the README's ILP tables give."""
-    from pathlib import Path
-
-    from nlndl.bench import ilp
-
-    found = ilp.find_tasks(Path(__file__).parents[1] / "examples" / "ilp")
-    default = {t.name for t in ilp.select(found, None)}
-    assert "Addition" in default and not any(n.startswith("Cons/") for n in default)
-    named = ilp.select(found, ["list_member", "Cons/Last"])
-    assert [(t.name, t.sketch.parent.name) for t in named] == [
-        ("Cons/Last", "list_last"),
-        ("Cons/Member", "list_member"),
-    ]

@@ -9,7 +9,6 @@ import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from nlndl.compiler import DEFAULT_MEMORY_LIMIT
 from nlndl.compiler.diagnostics import Diagnostics
@@ -23,9 +22,6 @@ from nlndl.defaults import (
 from nlndl.errors import Interrupted, JobError
 from nlndl.jobs import changed_files, from_record, output_dir, recorded_path, save
 from nlndl.output import OutputDir, OutputError
-
-if TYPE_CHECKING:
-    pass
 
 
 def write_kg_sketch(
