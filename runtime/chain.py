@@ -111,7 +111,7 @@ class ForwardChainer(nn.Module):
         x = world.valuation.unsqueeze(0).expand(slots, -1).clone()
         prepared = {}
         for p in self.order:
-            crisp, rows = getattr(world, f"crisp_{p}"), getattr(world, f"crisp_rows_{p}")
+            crisp, rows = world.crisp(p)
             prepared[p] = self.functions[p].prepare(crisp, rows, threshold, variants)
         recompute = self.config.recompute and torch.is_grad_enabled()
         for _ in range(self.program.steps if steps is None else steps):

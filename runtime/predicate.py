@@ -18,6 +18,7 @@ from nlndl.runtime.nln import (
     split_dnf_log_none,
     split_nln_forward,
 )
+from nlndl.runtime.sparse_crisp import SparseCrisp
 
 
 class SafetyGate(nn.Module):
@@ -132,7 +133,7 @@ class PredicateFunction(nn.Module):
 
     def prepare(
         self,
-        factors: torch.Tensor,
+        factors: torch.Tensor | SparseCrisp,
         rows: torch.Tensor | None = None,
         threshold: float | None = None,
         variants: Variants | None = None,
@@ -147,7 +148,10 @@ class PredicateFunction(nn.Module):
         k, terms, _ = logs.shape
         # (K * T, Lc) @ (Lc, U): one matrix product for all restarts, whose crisp inputs are the same
         weights = logs[..., self.crisp_columns].reshape(k * terms, -1)
-        base = torch.matmul(weights, factors.mT).reshape(k, terms, -1)
+        if isinstance(factors, SparseCrisp):
+            base = factors.base(weights).reshape(k, terms, -1)
+        else:
+            base = torch.matmul(weights, factors.mT).reshape(k, terms, -1)
         fuzzy = logs[..., self.fuzzy_columns] if self.power else None
         if fuzzy is not None and self.ir.form == "dnf":
             base = base + fuzzy.sum(-1, keepdim=True)

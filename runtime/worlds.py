@@ -8,6 +8,7 @@ from torch import nn
 
 from nlndl.runtime.grid import ColumnGrid, column_grid
 from nlndl.runtime.predicate import PredicateFunction
+from nlndl.runtime.sparse_crisp import SparseCrisp, sparse_crisp
 
 # a predicate with no learned candidate atoms runs on distinct rows only where they are at most this
 # share of its substitutions (sorting: 6,232 of 38,016); above it little is saved, and spreading the rows
@@ -48,7 +49,10 @@ class WorldTensors(nn.Module):
             factors, rows = function.crisp_factors(crisp), None
             if not function.fuzzy_inputs:
                 factors, rows = distinct_rows(factors)
-            self.register_buffer(f"crisp_{p}", factors, persistent=False)
+            slots = function.inner.shape[0] * function.inner.shape[1]
+            sparse = sparse_crisp(factors, function.ir.form, function.ir.negation, slots)
+            self.add_module(f"sparse_{p}", sparse)
+            self.register_buffer(f"crisp_{p}", None if sparse is not None else factors, persistent=False)
             self.register_buffer(f"crisp_rows_{p}", rows, persistent=False)
             self.register_buffer(f"gather_fuzzy_{p}", fuzzy, persistent=False)
             local = world.scatter(p) - world.layout[p].offset
@@ -56,6 +60,13 @@ class WorldTensors(nn.Module):
             self.ranges[p] = (world.layout[p].offset, world.layout[p].size)
             grid = column_grid(function.ir, function.fuzzy_inputs, world) if function.power else None
             self.add_module(f"grid_{p}", grid)
+
+    def crisp(self, predicate: str) -> tuple[torch.Tensor | SparseCrisp, torch.Tensor | None]:
+        """The predicate's crisp factors, dense or sparse (:mod:`nlndl.runtime.sparse_crisp`), and the index of
+        each substitution's distinct row (None: one row per substitution)."""
+        sparse = getattr(self, f"sparse_{predicate}")
+        factors = sparse if sparse is not None else getattr(self, f"crisp_{predicate}")
+        return factors, getattr(self, f"crisp_rows_{predicate}")
 
     def fuzzy_columns(self, predicate: str) -> torch.Tensor | ColumnGrid:
         """How a step reads the predicate's fuzzy columns: its grid where it has one, else the gather index."""

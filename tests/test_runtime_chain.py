@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from nlndl.compiler import CompileError, compile_sketch
 from nlndl.defaults import CLASS_WEIGHTS
-from nlndl.runtime import grid, worlds
+from nlndl.runtime import grid, sparse_crisp, worlds
 from nlndl.runtime.chain import ChainConfig, ForwardChainer
 from nlndl.runtime.config import RESTART_TIERS, amalgamations, auto_restarts
 from nlndl.runtime.fused import log_none
@@ -126,6 +126,59 @@ def test_distinct_crisp_rows_change_nothing_but_the_work(tmp_path):
     assert torch.allclose(a, b, atol=1e-12)
     for ga, gb in zip(grads_a, grads_b, strict=True):
         assert torch.allclose(ga, gb, atol=1e-12)
+
+
+SPARSE_FORMS = """
+.decl e(a: symbol, b: symbol)
+.decl f(a: symbol)
+.decl p(a: symbol, b: symbol)
+.decl q(a: symbol, b: symbol)
+e("a","b"). e("b","c"). e("c","d"). e("d","e"). e("b","e"). f("b"). f("d").
+.learn p(vars=3, terms=2, body=[e, f]{p_options})
+.learn q(vars=3, terms=2, body=[e, p])
+.pos p("a","c"). .pos p("b","d"). .neg p("a","b"). .neg p("c","c").
+.pos q("a","d"). .neg q("a","a").
+"""
+
+
+@pytest.mark.parametrize("options", ["", ", negation", ", form=cnf", ", form=cnf, negation"])
+def test_sparse_crisp_columns_give_the_dense_product(tmp_path, options):
+    """Crisp columns held sparse (x itself, not 1 - x) give the dense product's losses and gradients, for a
+    DNF and a CNF, with and without negated columns; the predicate that reads learned atoms too (q) agrees."""
+    path = tmp_path / "forms.dl"
+    path.write_text(SPARSE_FORMS.format(p_options=options))
+    program = compile_sketch(path)
+    results = []
+    for sparse in (False, True):
+        torch.manual_seed(5)
+        work = 0 if sparse else 10**18
+        with patch.object(sparse_crisp, "MIN_DENSE_WORK", work), patch.object(sparse_crisp, "SPARSE_SHARE", 1.0):
+            model = ForwardChainer(program, ChainConfig(restarts=3)).double()
+        for world in model.worlds:
+            world.valuation = world.valuation.double()
+        held = [world.crisp(p)[0] for world in model.worlds for p in ("p", "q")]
+        assert all(isinstance(h, sparse_crisp.SparseCrisp) == sparse for h in held)
+        losses = model.losses()
+        results.append((losses, torch.autograd.grad(losses.sum(), list(model.parameters()))))
+    (a, grads_a), (b, grads_b) = results
+    assert torch.allclose(a, b, atol=1e-12)
+    for ga, gb in zip(grads_a, grads_b, strict=True):
+        assert torch.allclose(ga, gb, atol=1e-12)
+
+
+def test_sparse_crisp_is_chosen_where_few_columns_hold_and_the_product_is_large():
+    """Held sparse only past MIN_DENSE_WORK multiply-adds and at most SPARSE_SHARE ones in x (1 - factors for
+    a DNF), read from the plain columns alone when negated ones sit beside them."""
+    x = torch.zeros(1000, 100)
+    x[torch.arange(1000), torch.arange(1000) % 100] = 1.0  # 1% ones
+    slots = sparse_crisp.MIN_DENSE_WORK // x.numel() + 1
+    assert isinstance(sparse_crisp.sparse_crisp(1.0 - x, "dnf", False, slots), sparse_crisp.SparseCrisp)
+    assert isinstance(sparse_crisp.sparse_crisp(x, "cnf", False, slots), sparse_crisp.SparseCrisp)
+    assert sparse_crisp.sparse_crisp(x, "dnf", False, slots) is None  # 1 - x: 99% ones
+    assert sparse_crisp.sparse_crisp(1.0 - x, "dnf", False, slots // 2) is None  # too small to pay
+    negated = torch.cat([1.0 - x, x], dim=1)  # DNF factors with negation: [1 - x, x]
+    held = sparse_crisp.sparse_crisp(negated, "dnf", True, slots)
+    assert held is not None and held.shape == (1000, 100) and int(held.x_col.numel()) == 1000
 
 
 def test_class_weights_of_the_loss():
