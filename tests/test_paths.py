@@ -135,3 +135,21 @@ def test_the_paths_of_three_atoms_counted_are_those_joining_the_most_pairs(monke
     cut = sorted(joined.values(), reverse=True)[19]
     assert kept and len(kept) <= 20
     assert all(joined[tuple(atoms.index(a) for a in path)] >= cut for path in kept)
+
+
+def test_paths_of_three_atoms_stop_being_walked_after_max_joined(monkeypatch):
+    """The counts do not depend on the order the pairs are walked in; past MAX_JOINED paths met, no further
+    pair is walked (one pair per chunk here: the counts are then the first pair's alone)."""
+    matrices = graph(5)
+    heads, tails = (np.asarray(x, np.int64) for x in matrices["r"].nonzero())
+    edges = paths.Edges([m for _, m in paths.atom_matrices(matrices)], 16)
+    whole = paths.three_atom_paths(edges, heads, tails)
+    order = np.random.default_rng(1).permutation(heads.size)
+    assert paths.three_atom_paths(edges, heads[order], tails[order]) == whole
+    first = next(i for i in range(heads.size) if paths.three_atom_paths(edges, heads[i : i + 1], tails[i : i + 1]))
+    heads, tails = heads[first:], tails[first:]
+    monkeypatch.setattr(paths, "CHUNK_WALKS", 1)
+    monkeypatch.setattr(paths, "MAX_JOINED", 1)
+    alone = paths.three_atom_paths(edges, heads[:1], tails[:1])
+    assert paths.three_atom_paths(edges, heads, tails) == alone
+    assert sum(alone.values()) < sum(whole.values())

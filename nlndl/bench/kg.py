@@ -41,7 +41,7 @@ from nlndl.kg_rules import (
     read_graph,
     worker_processes,
 )
-from nlndl.paths import LENGTH, SAMPLE, THREE_ATOM_PATHS
+from nlndl.paths import LENGTH, MAX_JOINED, SAMPLE, THREE_ATOM_PATHS
 from nlndl.paths import MIN_CORRECT as PATH_MIN_CORRECT
 from nlndl.ranking import AGGREGATION, DAMPING, TOP, Aggregate, Extra, Metrics, Ranked, metrics, popularity, ranks_of
 from nlndl.workers import learn_in_workers
@@ -78,7 +78,8 @@ def protocol(directory: Path) -> dict[str, str]:
         "how many known triples of the relation they answer (rules without a body), the rest tied at the mean rank",
         "paths": f"path rules r(X, Y) :- p(X, A), q(A, B), s(B, Y) of up to the path length, each atom read either "
         f"way, counted on the same triples: every path of two atoms that joins a known pair, and of three atoms the "
-        f"{THREE_ATOM_PATHS} joining the most of {SAMPLE} known pairs drawn with the seed, with object identity (B is "
+        f"{THREE_ATOM_PATHS} joining the most of {SAMPLE} known pairs drawn with the seed (walked in a seeded order "
+        f"until {MAX_JOINED:,} paths have been met), with object identity (B is "
         f"not X, A is not Y, X is not Y; what a body derives for X = Y is a reflexive rule r(X, X) :- ... of its "
         f"own); kept where they derive at least {PATH_MIN_CORRECT} known triples, confidence correct / predicted; "
         "the baseline's rules, and ranked with nlndl's clauses (those no clause restates)",
