@@ -97,6 +97,18 @@ e("a","b"). e("b","c"). e("c","d"). e("d","e"). e("b","e").
 """
 
 
+def losses_and_gradients(model: ForwardChainer) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
+    losses = model.losses()
+    return losses, torch.autograd.grad(losses.sum(), list(model.parameters()))
+
+
+def assert_same_run(a: tuple, b: tuple) -> None:
+    """The same losses and gradients, to rounding."""
+    assert torch.allclose(a[0], b[0], atol=1e-12)
+    for ga, gb in zip(a[1], b[1], strict=True):
+        assert torch.allclose(ga, gb, atol=1e-12)
+
+
 def test_distinct_crisp_rows_change_nothing_but_the_work(tmp_path):
     """A predicate with no learned candidate atoms (p) runs F_p once per distinct row of extensional
     values and spreads it to the substitutions; q, which reads p, keeps every row; losses and gradients
@@ -120,12 +132,8 @@ def test_distinct_crisp_rows_change_nothing_but_the_work(tmp_path):
             assert rows["p"] is not None and factors["p"].shape[0] < rows["p"].shape[0]
         else:
             assert rows["p"] is None
-        losses = model.losses()
-        results.append((losses, torch.autograd.grad(losses.sum(), list(model.parameters()))))
-    (a, grads_a), (b, grads_b) = results
-    assert torch.allclose(a, b, atol=1e-12)
-    for ga, gb in zip(grads_a, grads_b, strict=True):
-        assert torch.allclose(ga, gb, atol=1e-12)
+        results.append(losses_and_gradients(model))
+    assert_same_run(*results)
 
 
 SPARSE_FORMS = """
@@ -158,12 +166,8 @@ def test_sparse_crisp_columns_give_the_dense_product(tmp_path, options):
             world.valuation = world.valuation.double()
         held = [world.crisp(p)[0] for world in model.worlds for p in ("p", "q")]
         assert all(isinstance(h, sparse_crisp.SparseCrisp) == sparse for h in held)
-        losses = model.losses()
-        results.append((losses, torch.autograd.grad(losses.sum(), list(model.parameters()))))
-    (a, grads_a), (b, grads_b) = results
-    assert torch.allclose(a, b, atol=1e-12)
-    for ga, gb in zip(grads_a, grads_b, strict=True):
-        assert torch.allclose(ga, gb, atol=1e-12)
+        results.append(losses_and_gradients(model))
+    assert_same_run(*results)
 
 
 def test_sparse_crisp_is_chosen_where_few_columns_hold_and_the_product_is_large():
