@@ -530,5 +530,6 @@ def lower(
         mine = set(arrays["examples/slots"].tolist()) if shard[1] > 1 else None
         underivable(world, layout, heads, diags, mine)
         out.append(WorldIR(world.name, layout.atoms, layout.entries, world.domains, subst, dropped, arrays))
-    left_out = {p: c.repeats_left_out for p, c in candidates.items()}
-    return {p: learned_ir(s, inputs[p], pruned[p], left_out[p]) for p, s in checked.learned.items()}, out
+    return {
+        p: learned_ir(s, inputs[p], pruned[p], candidates[p].repeats_left_out) for p, s in checked.learned.items()
+    }, out

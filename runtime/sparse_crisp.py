@@ -59,11 +59,8 @@ class SparseCrisp(nn.Module):
             crow[1:] = torch.cumsum(torch.bincount(rows, minlength=matrix.shape[0]), 0)
             self.register_buffer(f"{name}_crow", crow, persistent=False)
             self.register_buffer(f"{name}_col", cols, persistent=False)
-            self.register_buffer(f"{name}_values", torch.ones(cols.shape[0], dtype=dtype), persistent=False)
-
-    @property
-    def rows(self) -> int:
-        return self.shape[0]
+        # every stored entry is 1, in both orders: one array of values serves x and its transpose
+        self.register_buffer("values", torch.ones(self.x_col.shape[0], dtype=dtype), persistent=False)
 
     def base(self, weights: torch.Tensor) -> torch.Tensor:
         """weights (KT, Lc') @ factors.T -> (KT, U), factors the dense crisp factors: 1 - x for a DNF, x for a
@@ -79,8 +76,9 @@ class SparseCrisp(nn.Module):
             constant, over_x = weights.sum(-1), -weights
         else:
             constant, over_x = None, weights
-        x = _csr(self.x_crow, self.x_col, self.x_values.to(weights.dtype), self.shape)
-        xt = _csr(self.xt_crow, self.xt_col, self.xt_values.to(weights.dtype), (self.shape[1], self.shape[0]))
+        values = self.values.to(weights.dtype)
+        x = _csr(self.x_crow, self.x_col, values, self.shape)
+        xt = _csr(self.xt_crow, self.xt_col, values, (self.shape[1], self.shape[0]))
         product = _Product.apply(over_x, x, xt)  # (KT, U)
         return product if constant is None else product + constant.unsqueeze(-1)
 
