@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import networkx as nx
@@ -91,16 +91,29 @@ def _components(body: tuple[BodyAtom, ...]) -> list[list[int]]:
     return sorted(sorted(c) for c in nx.connected_components(graph))
 
 
-def _binding_score(atom: BodyAtom, bound: set[str], size: int) -> tuple[int, int, int]:
-    tied = sum(1 for kind, v in atom.args if kind == "c" or v in bound)
-    return (-(tied == len(atom.args)), -tied, size)
+def _bound_positions(atom: BodyAtom, bound: set[str] | dict[str, int]) -> tuple[int, ...]:
+    """The argument positions of ``atom`` that a constant or a variable of ``bound`` fixes."""
+    return tuple(p for p, (kind, v) in enumerate(atom.args) if kind == "c" or (v in bound and v != "_"))
 
 
-def _join_order(body: tuple[BodyAtom, ...], positives: list[int], sizes: list[int]) -> list[int]:
-    """Positive atoms in a greedy join order: next the one with most bound arguments, then the smallest."""
-    order, bound, left = [], set(), list(positives)
+def _join_order(
+    body: tuple[BodyAtom, ...], positives: list[int], sizes: list[int], fanout: Callable[[int, tuple[int, ...]], float]
+) -> list[int]:
+    """Positive atoms in a greedy join order: next an atom whose arguments are all bound (a membership test),
+    else the one expected to match the fewest facts per binding so far (``fanout``: its facts over the
+    distinct values at the bound positions; all its facts where none is bound)."""
+    order: list[int] = []
+    bound: set[str] = set()
+    left = list(positives)
+
+    def score(i: int) -> tuple[int, float, int]:
+        positions = _bound_positions(body[i], bound)
+        if len(positions) == len(body[i].args):
+            return (0, 0.0, sizes[i])
+        return (1, fanout(i, positions) if positions else float(sizes[i]), sizes[i])
+
     while left:
-        best = min(left, key=lambda i, bound=bound: _binding_score(body[i], bound, sizes[i]))
+        best = min(left, key=score)
         left.remove(best)
         order.append(best)
         bound |= _variables(body[best])
@@ -108,19 +121,38 @@ def _join_order(body: tuple[BodyAtom, ...], positives: list[int], sizes: list[in
 
 
 def _solve(
-    body: tuple[BodyAtom, ...], sources: list[set[tuple[int, ...]]], db: Database, lead: bool = False
+    body: tuple[BodyAtom, ...],
+    sources: list[set[tuple[int, ...]]],
+    db: Database,
+    lead: bool = False,
+    wanted: set[str] | None = None,
 ) -> Iterator[dict[str, int]]:
-    """All bindings satisfying ``body``; positive atom i reads ``sources[i]``, negations read ``db``.
+    """All bindings satisfying ``body``; positive atom i reads ``sources[i]``, negations read ``db``. With
+    ``wanted`` (the variables the caller reads), one binding per distinct value of them: once they are all
+    bound, the rest of the body is a test that the first completion passes (a path rule's head pair joined
+    by many paths is found once, not once per path).
 
-    Atoms are joined in a greedy order (most bound arguments first; with ``lead``, the first atom first); each
-    is hash-indexed once per call on the positions bound there.
+    Atoms are joined in a greedy order (:func:`_join_order`; with ``lead``, the first atom first); each is
+    hash-indexed once per call on the positions bound there.
     """
     sizes = [len(s) for s in sources]
     if lead:
         sizes[0] = -1  # the smallest: joined first
-    positives = _join_order(body, [i for i, a in enumerate(body) if not a.negated], sizes)
+    indexes: dict[tuple[int, tuple[int, ...]], dict[tuple[int, ...], list[tuple[int, ...]]]] = {}
+
+    def index_of(i: int, positions: tuple[int, ...]) -> dict[tuple[int, ...], list[tuple[int, ...]]]:
+        index = indexes.get((i, positions))
+        if index is None:
+            index = indexes[i, positions] = defaultdict(list)
+            for fact in sources[i]:
+                index[tuple(fact[p] for p in positions)].append(fact)
+        return index
+
+    def fanout(i: int, positions: tuple[int, ...]) -> float:
+        return -1.0 if sizes[i] < 0 else sizes[i] / max(1, len(index_of(i, positions)))
+
+    positives = _join_order(body, [i for i, a in enumerate(body) if not a.negated], sizes, fanout)
     negatives = [a for a in body if a.negated]
-    indexes: dict[int, dict[tuple[int, ...], list[tuple[int, ...]]]] = {}
 
     def lookup(k: int, positions: tuple[int, ...], key: tuple[int, ...]) -> Iterable[tuple[int, ...]]:
         rel = sources[positives[k]]
@@ -128,20 +160,21 @@ def _solve(
             return rel
         if len(positions) == len(body[positives[k]].args):  # every argument bound: a membership test
             return (key,) if key in rel else ()
-        index = indexes.get(k)
-        if index is None:
-            index = indexes[k] = defaultdict(list)
-            for fact in rel:
-                index[tuple(fact[p] for p in positions)].append(fact)
-        return index.get(key, ())
+        return index_of(positives[k], positions).get(key, ())
 
     def walk(k: int, binding: dict[str, int]) -> Iterator[dict[str, int]]:
         if k == len(positives):
             if not any(_holds(a, binding, db) for a in negatives):
                 yield binding
             return
+        if wanted is not None and wanted.issubset(binding):
+            yield from itertools.islice(extend(k, binding), 1)
+        else:
+            yield from extend(k, binding)
+
+    def extend(k: int, binding: dict[str, int]) -> Iterator[dict[str, int]]:
         atom = body[positives[k]]
-        positions = tuple(p for p, (kind, v) in enumerate(atom.args) if kind == "c" or (v in binding and v != "_"))
+        positions = _bound_positions(atom, binding)
         key = tuple(atom.args[p][1] if atom.args[p][0] == "c" else binding[atom.args[p][1]] for p in positions)
         for fact in lookup(k, positions, key):  # type: ignore[arg-type]
             extended = _match(atom, fact, binding)
@@ -164,10 +197,8 @@ def _fire(rule: Rule, sources: list[set[tuple[int, ...]]], db: Database, into: D
         body = tuple(rule.body[i] for i in component)
         wanted = sorted(head_vars & set().union(*(_variables(a) for a in body)))
         found: set[tuple[int, ...]] = set()
-        for binding in _solve(body, [sources[i] for i in component], db):
+        for binding in _solve(body, [sources[i] for i in component], db, wanted=set(wanted)):
             found.add(tuple(binding[v] for v in wanted))
-            if not wanted:
-                break
         if not found:
             return
         parts.append((wanted, found))
@@ -239,5 +270,6 @@ def derived_at(facts: Database, rules: Iterable[Rule], atoms: Iterable[tuple[str
         else:
             body = (BodyAtom("\0asked", rule.head_args), *joined)  # no relation's name
             sources = [wanted, *(facts.get(a.predicate, set()) for a in joined)]
-            out |= {(rule.head, _ground(rule.head_args, binding)) for binding in _solve(body, sources, facts)}
+            found = _solve(body, sources, facts, wanted=head_vars)
+            out |= {(rule.head, _ground(rule.head_args, binding)) for binding in found}
     return out

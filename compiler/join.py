@@ -84,10 +84,21 @@ def sorted_join(row_keys: np.ndarray, fact_keys: np.ndarray, values: np.ndarray)
 
 
 def sorted_unique(keys: np.ndarray) -> np.ndarray:
-    """The distinct keys, ascending (a sort and a neighbour test: several times faster here than np.unique's
-    hash table on millions of keys)."""
-    keys = np.sort(keys)
+    """The distinct keys, ascending (a sort and a neighbour test: np.unique's hash table, which numpy 2 uses
+    for integers, is 10 to 20 times slower on millions of distinct keys). A stable sort, which merges the
+    sorted runs that concatenated parts often are."""
+    keys = np.sort(keys, kind="stable")
     return keys[np.concatenate([[True], keys[1:] != keys[:-1]])] if keys.size else keys
+
+
+def sorted_counts(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct keys, ascending, and how often each occurs: ``np.unique(keys, return_counts=True)`` by a
+    sort (see :func:`sorted_unique`)."""
+    keys = np.sort(keys, kind="stable")
+    if not keys.size:
+        return keys, np.zeros(0, np.int64)
+    starts = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
+    return keys[starts], np.diff(np.append(starts, keys.size))
 
 
 def _joined(

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import sparse
 
+from nlndl.compiler.join import sorted_unique
 from nlndl.ranking import Reduced, merge, top_of_levels, top_of_rows
 
 UNSEEN = 5  # AnyBURL's pessimistic correction: confidence = correct / (predicted + UNSEEN)
@@ -155,7 +156,7 @@ class Scorer:
             self.tables[name] = (open_, closed, open_.T.tocsr(), closed.T.tocsr())
         # every confidence as its index among the distinct ones, for tables read by body (see reduced)
         found = [t.data for name in self.tables for t in self.tables[name][:2]]
-        self.values = np.unique(np.concatenate(found)) if found else np.zeros(0)
+        self.values = sorted_unique(np.concatenate(found)) if found else np.zeros(0)
         self.levels = {
             (name, k): np.searchsorted(self.values, self.tables[name][k].data) for name in self.tables for k in (0, 1)
         }

@@ -239,8 +239,14 @@ def counted_floor(graph: Graph, target: str, length: int, seed: int) -> np.ndarr
     known = graph.relation_matrix(target)
     best = np.zeros(known.nnz, dtype=np.float64)
     for rule in paths.each(graph.known_matrices(), target, length, seed):
-        best = np.maximum(best, np.where(_hits(known, rule.pairs), rule.confidence, 0.0))
+        raise_floor(best, known, rule)
     return best
+
+
+def raise_floor(best: np.ndarray, known: sparse.csr_matrix, rule: paths.PathRule) -> None:
+    """Raise ``best`` (per nonzero of ``known``, as :func:`counted_floor` gives it) to ``rule``'s confidence
+    where ``rule`` derives that pair."""
+    np.maximum(best, np.where(_hits(known, rule.pairs), rule.confidence, 0.0), out=best)
 
 
 def _hits(known: sparse.csr_matrix, pairs: sparse.csr_matrix) -> np.ndarray:
@@ -286,10 +292,14 @@ class RelationRules:
     seconds: float = 0.0
     peak_rss: int = 0  # bytes: the learning process's peak resident memory once this relation was learned
 
-    def rules(self, shape: tuple[int, int], clauses: bool = True) -> Aggregate:
-        """The clauses (or the program's rules) with their confidences, to rank with (:mod:`nlndl.ranking`)."""
+    def rules(self, shape: tuple[int, int], clauses: bool = True, asked: np.ndarray | None = None) -> Aggregate:
+        """The clauses (or the program's rules) with their confidences, to rank with (:mod:`nlndl.ranking`);
+        with ``asked`` (the (head, tail) pairs to rank) only their heads' rows and tails' columns are kept."""
         chosen = self.clauses if clauses else self.program
-        return Aggregate.of([(self.pairs[r], c) for r, c in chosen], shape)
+        out = Aggregate(shape) if asked is None else Aggregate(shape, asked[:, 0], asked[:, 1])
+        for rule, confidence in chosen:
+            out.add(self.pairs[rule], confidence)
+        return out
 
     def chains(self) -> set[tuple[tuple[str, bool], ...]]:
         """The clauses that are path rules, as :class:`nlndl.paths.PathRule` atoms over the graph's relations:
@@ -390,8 +400,11 @@ def from_checkpoint(data: dict[str, Any], graph: Graph) -> RelationRules:
     )  # fmt: skip
 
 
-def learn_relation(directory: Path, graph: Graph, target: str, config: KGConfig) -> RelationRules:
-    """Learn ``target`` from its ``kg sketch`` (compiled in memory) and score what was found."""
+def learn_relation(
+    directory: Path, graph: Graph, target: str, config: KGConfig, floor: np.ndarray | None = None
+) -> RelationRules:
+    """Learn ``target`` from its ``kg sketch`` (compiled in memory) and score what was found. ``floor``: the
+    clause pool's floor (:func:`counted_floor`), if the caller has counted the path rules already."""
     diags = Diagnostics()
     made: KGSketch | None = kg_sketch(
         directory, target, diags, config.negatives, config.seed, config.vars, config.memory_limit, graph.triples,
@@ -408,7 +421,9 @@ def learn_relation(directory: Path, graph: Graph, target: str, config: KGConfig)
         found = " ".join(d.message for d in exc.diagnostics.errors)
         raise JobError(f"{directory}: error: relation {target!r} (as nlndl kg sketch writes it): {found}") from None
     sources = {ident: (target if name == FACT else name) for name, ident in made.relations.items()}
-    judge = PoolJudge(graph, target, sources, counted_floor(graph, target, config.path_length, config.seed))
+    if floor is None:
+        floor = counted_floor(graph, target, config.path_length, config.seed)
+    judge = PoolJudge(graph, target, sources, floor)
     learned = LearnConfig(
         train=TrainConfig(seed=config.seed, max_iters=config.max_iters, time_limit=config.time_limit),
         device=config.device,

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
-from nlndl.compiler.join import sorted_join
+from nlndl.compiler.join import sorted_counts, sorted_join, sorted_unique
 from nlndl.defaults import KG_PATH_LENGTH as LENGTH
 
 SAMPLE = 2000  # known pairs per relation from which paths of three atoms are found
@@ -117,10 +117,12 @@ def three_atoms(
     if steps(ab, c) > 4 * MAX_DERIVED:
         return None
     c64 = c.astype(np.float64)
+    back = sparse.diags(ab.diagonal()) @ c64  # B = X
+    back = back + a.astype(np.float64) @ sparse.diags(np.asarray(b.multiply(c.T).sum(axis=1)).ravel())  # A = Y
+    back = back - a.multiply(b.T).multiply(c).astype(np.float64)  # both, taken away twice
     count = ab @ c64
-    count = count - sparse.diags(ab.diagonal()) @ c64  # B = X
-    count = count - a.astype(np.float64) @ sparse.diags(np.asarray(b.multiply(c.T).sum(axis=1)).ravel())  # A = Y
-    count = count + a.multiply(b.T).multiply(c).astype(np.float64)  # both, taken away twice
+    if back.nnz:  # the paths through an end, taken from the count in one pass over it
+        count = count - back
     count.data = (count.data > 0.5).astype(np.float32)
     count.eliminate_zeros()
     return count.tocsr()
@@ -173,7 +175,7 @@ def two_atom_paths(edges: Edges, heads: np.ndarray, tails: np.ndarray) -> set[tu
         left = first_rows * edges.n + edges.dst[first]
         right = last_rows * edges.n + edges.dst[last]
         rows, matched = sorted_join(left, right, last)
-        codes = np.unique(edges.label[first[rows]] * k + (edges.label[matched] ^ 1))
+        codes = sorted_unique(edges.label[first[rows]] * k + (edges.label[matched] ^ 1))
         found.update((int(c) // k, int(c) % k) for c in codes)
     return found
 
@@ -213,8 +215,8 @@ def three_atom_paths(edges: Edges, heads: np.ndarray, tails: np.ndarray) -> dict
         a, c = np.where(flip, c ^ 1, a), np.where(flip, a ^ 1, c)
         b = np.where(flip, b ^ 1, b)
         who = pair[walk_pair[rows]]
-        distinct = np.unique(((a * k + b) * k + c) * near.size + who)  # each path once per pair
-        for code, many in zip(*np.unique(distinct // near.size, return_counts=True), strict=True):
+        distinct = sorted_unique(((a * k + b) * k + c) * near.size + who)  # each path once per pair
+        for code, many in zip(*sorted_counts(distinct // near.size), strict=True):
             key = (int(code) // (k * k), int(code) // k % k, int(code) % k)
             counts[key] = counts.get(key, 0) + int(many)
         at = end

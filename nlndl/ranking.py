@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
+from nlndl.compiler.join import sorted_unique
+
 Pairs = sparse.csr_matrix  # (entities, entities) 0/1: which (head, tail) pairs a rule body derives
 
 
@@ -168,8 +170,16 @@ Reduced = tuple[np.ndarray, np.ndarray, np.ndarray]  # candidates (ascending), T
 def top_of(candidates: np.ndarray, confidences: np.ndarray) -> Reduced:
     """(each candidate once, ascending; its ``TOP`` best confidences, best first; the sum of log(1 - c) over
     all of them) from one entry per rule deriving a candidate."""
-    order = np.lexsort((-confidences, candidates))
-    return _top_sorted(candidates[order], confidences[order])
+    values = sorted_unique(confidences)
+    width = np.int64(max(values.size, 1))
+    if candidates.size and int(candidates.max()) >= np.iinfo(np.int64).max // width:  # no room for one key
+        order = np.lexsort((-confidences, candidates))
+        return _top_sorted(candidates[order], confidences[order])
+    # one sort of integer keys, candidate then confidence best first (a lexsort of two keys takes twice as long)
+    # sorted runs (each rule's pairs, each reduction's) are merged by a stable sort rather than sorted anew
+    key = candidates.astype(np.int64) * width + (width - 1 - np.searchsorted(values, confidences))
+    key.sort(kind="stable")
+    return _top_sorted(key // width, values[width - 1 - key % width])
 
 
 def top_of_levels(candidates: np.ndarray, levels: np.ndarray, values: np.ndarray) -> Reduced:
@@ -269,7 +279,7 @@ class Aggregate:
         self.reduced: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # (keys, top, log_miss)
         self.by_column: tuple[np.ndarray, np.ndarray] | None = None  # reduced keys' order by column, the columns
         if rows is not None and columns is not None:
-            self.select = (_selector(rows, shape[0]), _selector(columns, shape[1]))
+            self.select = (_chosen(rows, shape[0]), _chosen(columns, shape[1]))
 
     @classmethod
     def of(cls, rules: list[tuple[Pairs, float]], shape: tuple[int, int]) -> Aggregate:
@@ -279,22 +289,38 @@ class Aggregate:
             out.add(pairs, confidence)
         return out
 
+    def copy(self) -> Aggregate:
+        """An aggregate of the same rules, which rules added later join apart from this one."""
+        self._reduce()
+        out = Aggregate(self.shape)
+        out.select, out.held, out.reduced, out.by_column = self.select, self.held, self.reduced, self.by_column
+        out.keys, out.confidence = list(self.keys), list(self.confidence)
+        out.log_miss, out.miss_keys = list(self.log_miss), list(self.miss_keys)
+        return out
+
     def kept(self, pairs: Pairs) -> Pairs:
         """The part of ``pairs`` in the kept rows and columns (all of it without a selection)."""
         if self.select is None:
             return pairs
         rows, columns = self.select
-        return (rows @ pairs + pairs @ columns).tocsr()
+        pairs = sparse.csr_matrix(pairs)
+        row = np.repeat(np.arange(pairs.shape[0]), np.diff(pairs.indptr))
+        keep = rows[row] | columns[pairs.indices]
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(row[keep], minlength=pairs.shape[0]))])
+        return sparse.csr_matrix((pairs.data[keep], pairs.indices[keep], indptr), shape=pairs.shape)
 
     def add(self, pairs: Pairs, confidence: float, kept: bool = False) -> None:
         """Take in a rule deriving the nonzero pairs of ``pairs`` (already :meth:`kept`, if ``kept``)."""
         if confidence <= 0:
             return
-        part = (pairs if kept else self.kept(pairs)).tocoo()
-        keys = part.row.astype(np.int64) * self.shape[1] + part.col
-        if not keys.size:
+        part = sparse.csr_matrix(pairs if kept else self.kept(pairs))
+        if not part.nnz:
             return
-        keys = np.unique(keys)
+        if not part.has_canonical_format:  # each row's columns once, ascending: the keys come out distinct, sorted
+            part = part.copy()
+            part.sum_duplicates()
+        keys = np.repeat(np.arange(part.shape[0], dtype=np.int64), np.diff(part.indptr)) * self.shape[1]
+        keys += part.indices
         self.keys.append(keys)
         self.confidence.append(np.full(keys.size, float(confidence)))
         self.held += keys.size
@@ -361,10 +387,11 @@ class Aggregate:
         return out
 
 
-def _selector(entities: np.ndarray, n: int) -> sparse.csr_matrix:
-    """The n x n diagonal 0/1 matrix of ``entities``: multiplying by it keeps their rows (or columns)."""
-    chosen = np.unique(np.asarray(entities, dtype=np.int64))
-    return sparse.csr_matrix((np.ones(chosen.size, np.float32), (chosen, chosen)), shape=(n, n))
+def _chosen(entities: np.ndarray, n: int) -> np.ndarray:
+    """A mask of n entities, true at ``entities``."""
+    out = np.zeros(n, dtype=bool)
+    out[np.asarray(entities, dtype=np.int64)] = True
+    return out
 
 
 Extra = Callable[[int, bool], Reduced]  # (entity asked about, tail asked) -> the further rules' candidates

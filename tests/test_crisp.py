@@ -114,3 +114,50 @@ def test_unrelated_body_atoms_are_conditions_not_a_cross_product():
     ours = model_as_values(evaluate(facts, rules), symbols)
     theirs = clingo_model(render_clingo(facts, rules, symbols))
     assert {a for a in ours if a[0] == "s"} == {a for a in theirs if a[0] == "s"} != set()
+
+
+def count_matches(monkeypatch) -> list[int]:
+    """A counter of the facts the crisp evaluator tries against a body atom."""
+    import nlndl.compiler.crisp as crisp
+
+    calls = [0]
+    match = crisp._match
+
+    def counted(*args):
+        calls[0] += 1
+        return match(*args)
+
+    monkeypatch.setattr(crisp, "_match", counted)
+    return calls
+
+
+def test_a_body_is_joined_from_its_bound_side_with_the_fewest_facts(monkeypatch):
+    """country(A, B) :- contains(B, C), contains(C, A) asked at cities A: from A's one container C, not from
+    the 2,000 places a country B contains; the same atoms derived either way."""
+    from nlndl.compiler.crisp import derived_at
+
+    var = lambda name: ("v", name)  # noqa: E731
+    cities = range(1, 2001)
+    facts = {"contains": {(0, c) for c in cities} | {(c, 10_000 + c) for c in cities}}
+    rule = Rule("country", (var("A"), var("B")), (BodyAtom("contains", (var("B"), var("C"))),
+                BodyAtom("contains", (var("C"), var("A")))))  # fmt: skip
+    asked = {("country", (10_000 + c, 0)) for c in cities} | {("country", (10_000 + c, 1)) for c in cities}
+    calls = count_matches(monkeypatch)
+    found = derived_at(facts, [rule], asked)
+    assert found == {("country", (10_000 + c, 0)) for c in cities}
+    assert calls[0] < 20 * len(asked), calls[0]
+
+
+def test_a_head_pair_joined_by_many_paths_is_found_once(monkeypatch):
+    """r(A, B) :- e(A, C), f(C, B) with 500 paths from 0 to 0: once A and B are bound the rest is a test, which
+    its first completion passes."""
+    var = lambda name: ("v", name)  # noqa: E731
+    facts = {"e": {(0, c) for c in range(1, 501)}, "f": {(c, 0) for c in range(1, 501)}}
+    rule = Rule("r", (var("A"), var("B")), (BodyAtom("e", (var("A"), var("C"))), BodyAtom("f", (var("C"), var("B")))))
+    from nlndl.compiler.crisp import derived_at
+
+    calls = count_matches(monkeypatch)
+    assert derived_at(facts, [rule], {("r", (0, 0))}) == {("r", (0, 0))}
+    assert calls[0] < 20, calls[0]
+    assert derived_at(facts, [rule], {("r", (0, 1))}) == set()  # every path tried, none ends at 1
+    assert evaluate(facts, [rule])["r"] == {(0, 0)}

@@ -129,3 +129,15 @@ def test_path_pruning_with_two_extra_variables_keeps_the_paths_of_three_edges(tm
     kept = program.worlds[0].substitutions["p"]
     path.write_text(path.read_text().replace("prune=path", "prune=extensional"))
     assert kept < compile_sketch(path).worlds[0].substitutions["p"]
+
+
+def test_sorted_counts_are_np_uniques():
+    from nlndl.compiler.join import sorted_counts, sorted_unique
+
+    rng = np.random.default_rng(2)
+    for size in (0, 1, 1000):
+        keys = rng.integers(0, 50, size)
+        want, counts = np.unique(keys, return_counts=True)
+        got, got_counts = sorted_counts(keys)
+        assert got.tolist() == want.tolist() and got_counts.tolist() == counts.tolist()
+        assert sorted_unique(keys).tolist() == want.tolist()

@@ -155,6 +155,20 @@ def test_a_clause_improves_the_pool_only_where_it_beats_the_counted_paths(tmp_pa
     assert PoolJudge(graph, "aunt", sources)(sister_of_parent)
 
 
+def test_paths_counted_once_give_the_floor_and_the_ranking_alike(tmp_path):
+    """bench kg counts a relation's path rules once: the floor it learns with is counted_floor's, and what it
+    ranks with is what counting them for the ranking alone gives."""
+    graph = Graph.read(families(tmp_path / "kg"))
+    config = KGConfig(path_length=3)
+    asked = bench.asked_pairs(graph, "aunt", "test")
+    counted = bench.count_paths(graph, "aunt", config, asked, floor=True)
+    assert counted.floor.tolist() == counted_floor(graph, "aunt", 3, seed=0).tolist()
+    alone = bench.count_paths(graph, "aunt", config, asked)
+    assert alone.floor is None and alone.count == counted.count > 0 and alone.chains == counted.chains
+    for how in ("top", "max"):
+        assert (alone.rules.scores(how) != counted.rules.scores(how)).nnz == 0
+
+
 def test_kg_train_writes_the_anyburl_rule_list_and_predicts_with_explanations(tmp_path):
     directory = families(tmp_path / "kg", packed=True, crlf=True)
     out = tmp_path / "out"

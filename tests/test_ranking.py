@@ -123,6 +123,39 @@ def test_aggregates_match_every_rule_counted_by_hand(monkeypatch, buffer):
             np.testing.assert_allclose(column, whole[:, t])
 
 
+def test_top_of_sorts_by_candidate_then_best_first():
+    rng = np.random.default_rng(11)
+    for size in (0, 1, 50, 5000):
+        candidates = rng.integers(0, 40, size).astype(np.int64) * 10**9  # keys as large as pair keys get
+        confidences = rng.choice([0.1, 0.25, 0.5, 0.9, 1.0], size)
+        found, top, log_miss = top_of(candidates, confidences)
+        assert np.array_equal(found, np.unique(candidates))
+        for k, candidate in enumerate(found):
+            mine = np.sort(confidences[candidates == candidate])[::-1]
+            assert top[k, : min(TOP, mine.size)].tolist() == mine[:TOP].tolist()
+            assert log_miss[k] == pytest.approx(np.log1p(-np.minimum(mine, 1 - 1e-9)).sum())
+
+
+def test_an_aggregate_keeps_the_asked_rows_and_columns_and_a_copy_goes_its_own_way():
+    rng = np.random.default_rng(4)
+    shape = (6, 7)
+    rows, columns = np.array([1, 4, 4]), np.array([0, 5])
+    rules = [(sparse.csr_matrix(rng.random(shape) < 0.4), float(c)) for c in (0.9, 0.6, 0.3)]
+    kept = Aggregate(shape, rows, columns)
+    for pairs, _ in rules:
+        dense = pairs.toarray()
+        mask = np.zeros(shape, dtype=bool)
+        mask[[1, 4], :] = True
+        mask[:, [0, 5]] = True
+        assert np.array_equal(kept.kept(pairs).toarray() != 0, dense & mask)
+    first = Aggregate.of(rules[:2], shape)
+    before = first.scores("top").toarray()
+    copied = first.copy()
+    copied.add(*rules[2])
+    assert np.array_equal(first.scores("top").toarray(), before), "the original is untouched"
+    assert np.allclose(copied.scores("top").toarray(), Aggregate.of(rules, shape).scores("top").toarray())
+
+
 def graph(tmp_path: Path) -> Path:
     """aunt = sister of a parent, over eight families; two families' aunt triples held out for test."""
     facts, train, test = [], [], []

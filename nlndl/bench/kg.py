@@ -18,7 +18,8 @@ from __future__ import annotations
 import resource
 import time
 from collections.abc import Callable
-from dataclasses import asdict
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,23 +29,23 @@ from scipy import sparse
 from nlndl import paths
 from nlndl.compiler.triples import QUERY_SHARE, SPLITS, split_path, standard_layout
 from nlndl.constants import MIN_CORRECT, UNSEEN, ConstantRules
-from nlndl.distributed import process_rank
+from nlndl.distributed import gather, process_rank, share
 from nlndl.errors import JobError
 from nlndl.kg_rules import (
     Graph,
     KGConfig,
     RelationRules,
+    chains_of,
     checked_relations,
-    checkpoint_json,
-    from_checkpoint,
-    learn_graph,
+    learn_relation,
+    raise_floor,
     read_graph,
     worker_processes,
 )
 from nlndl.paths import LENGTH, MAX_JOINED, SAMPLE, THREE_ATOM_PATHS
 from nlndl.paths import MIN_CORRECT as PATH_MIN_CORRECT
 from nlndl.ranking import AGGREGATION, DAMPING, TOP, Aggregate, Extra, Metrics, Ranked, metrics, popularity, ranks_of
-from nlndl.workers import learn_in_workers
+from nlndl.workers import learn_in_workers, one_thread
 
 
 def path_rules(graph: Graph, target: str, length: int = LENGTH) -> list[tuple[str, sparse.csr_matrix, float]]:
@@ -137,27 +138,35 @@ def baseline(graph: Graph, target: str, length: int = LENGTH, how: str = "max") 
 def crisp_test(graph: Graph, target: str, pairs: list[sparse.csr_matrix], split: str = "test") -> dict[str, float]:
     """The crisp program (every rule, no confidences) on the triples of ``split``: of the pairs it derives that
     no other split holds, the fraction that ``split`` holds (precision), and its triples it derives (recall)."""
-    derived = {(int(h), int(t)) for m in pairs for h, t in zip(*m.nonzero(), strict=True)}
-    test = graph.pairs(target, (split,))
-    new = derived - graph.pairs(target, tuple(s for s in SPLITS if s != split))
+    n = len(graph.entities)
+    derived = paths.boolean(sum((paths.boolean(m) for m in pairs), sparse.csr_matrix((n, n), dtype=np.float32)))
+    test = graph.matrix(graph.pairs(target, (split,)))
+    others = graph.matrix(graph.pairs(target, tuple(s for s in SPLITS if s != split)))
+    found = derived.multiply(test)  # derived pairs that split holds
+    new = derived.nnz - derived.multiply(others).nnz  # derived pairs no other split holds
+    new_found = found.nnz - found.multiply(others).nnz
     return {
-        "test_precision": len(new & test) / len(new) if new else 1.0,
-        "test_recall": len(derived & test) / len(test) if test else 1.0,
+        "test_precision": new_found / new if new else 1.0,
+        "test_recall": found.nnz / test.nnz if test.nnz else 1.0,
     }
 
 
-def nlndl_rankings(learned: RelationRules, counted: Aggregate, n: int) -> list[Ranked]:
-    """nlndl's rankings of one relation: every clause read out with the counted rules (``counted``: the path
-    rules that no clause restates; the rules with a constant joining them) by top-, max- and noisy-or
-    aggregation, then the clauses alone and the program alone."""
+def nlndl_rankings(
+    learned: RelationRules, counted: Aggregate, chains: set[tuple[paths.Atom, ...]], n: int, asked: np.ndarray
+) -> list[Ranked]:
+    """nlndl's rankings of one relation's ``asked`` (head, tail) pairs: its clauses with the counted rules
+    (``counted``: the path rules, whose paths are ``chains``; the rules with a constant joining them) by top-,
+    max- and noisy-or aggregation, a clause that restates a counted path rule left to that rule; then the
+    clauses alone and the program alone."""
     for rule, conf in learned.clauses:
-        counted.add(learned.pairs[rule], conf)
+        if not chains_of([rule], learned.sources) & chains:
+            counted.add(learned.pairs[rule], conf)
     return [
         (counted, "top", True),
         (counted, "max", True),
         (counted, "noisy-or", True),
-        (learned.rules((n, n)), AGGREGATION, False),
-        (learned.rules((n, n), clauses=False), AGGREGATION, False),
+        (learned.rules((n, n), asked=asked), AGGREGATION, False),
+        (learned.rules((n, n), clauses=False, asked=asked), AGGREGATION, False),
     ]
 
 
@@ -186,6 +195,56 @@ def nlndl_row(graph: Graph, learned: RelationRules, ranks: list[np.ndarray], spl
     }
 
 
+@dataclass
+class Counted:
+    """A relation's counted path rules (:mod:`nlndl.paths`), counted once for learning and ranking alike: the
+    clause pool's floor (per known pair), the rules as the ranking reads them (their pairs in the rows and
+    columns of the triples asked about), and the paths they hold (a clause restating one is not ranked twice)."""
+
+    rules: Aggregate
+    chains: set[tuple[paths.Atom, ...]]
+    count: int
+    floor: np.ndarray | None
+
+
+def count_paths(graph: Graph, target: str, config: KGConfig, asked: np.ndarray, floor: bool = False) -> Counted:
+    """``target``'s path rules of up to ``config.path_length`` atoms for ranking ``asked`` (head, tail) pairs,
+    with the pool's floor (:func:`nlndl.kg_rules.counted_floor`) if ``floor``."""
+    n = len(graph.entities)
+    rules = Aggregate((n, n), asked[:, 0], asked[:, 1])
+    known = graph.relation_matrix(target)
+    best = np.zeros(known.nnz, dtype=np.float64) if floor else None
+    chains: set[tuple[paths.Atom, ...]] = set()
+    count = 0
+    for rule in paths.each(graph.known_matrices(), target, config.path_length, config.seed):
+        if best is not None:
+            raise_floor(best, known, rule)
+        rules.add(rule.pairs, rule.confidence)
+        if not rule.reflexive:
+            chains.add(rule.atoms)
+        count += 1
+    return Counted(rules, chains, count, best)
+
+
+def asked_pairs(graph: Graph, target: str, split: str) -> np.ndarray:
+    """The (head, tail) pairs of ``target``'s triples of ``split``, sorted, as an (n, 2) array."""
+    return np.array(sorted(graph.pairs(target, (split,))), dtype=np.int64).reshape(-1, 2)
+
+
+def learn_and_rank(
+    directory: Path, graph: Graph, target: str, config: KGConfig, split: str
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Learn ``target`` and rank its triples of ``split`` (:func:`rank_relation`), its path rules counted once
+    for both: the clause pool's floor while learning, the ranking after. The triples ranked are read only
+    once learning is done. A module-level function, so that worker processes take relations side by side."""
+    start = time.perf_counter()
+    counted = count_paths(graph, target, config, asked_pairs(graph, target, split), floor=True)
+    counting = time.perf_counter() - start
+    learned = learn_relation(directory, graph, target, config, counted.floor)
+    learned.seconds += counting  # a relation's learning takes in the counting of its floor
+    return rank_relation(directory, graph, target, config, split, learned, counted)
+
+
 def run(
     directory: Path,
     relations: list[str] | None,
@@ -196,26 +255,41 @@ def run(
     split: str = "test",
 ) -> dict[str, Any] | None:
     """Per relation the baseline's metrics (paths of up to ``config.path_length`` atoms) and, with ``learn``, nlndl's;
-    both over all relations (micro), each ranked by max-aggregation and, beside it, by noisy-or. Under
-    torchrun the relations are learned by all processes and ranked on rank 0 (None on the others). ``graph``:
-    the one in ``directory``, if already read."""
+    both over all relations (micro), each ranked by max-aggregation and, beside it, by noisy-or. Relations are
+    taken side by side by worker processes, each learning (with ``learn``) and ranking one relation at a time;
+    under torchrun the processes share them and rank 0 reports (None on the others). ``graph``: the one in
+    ``directory``, if already read."""
     started = time.perf_counter()
     graph = graph if graph is not None else Graph.read(directory, config.memory_limit)
     every = checked_relations(graph, relations, directory)
     chosen = tested_relations(graph, every, directory, split)
-    learned: dict[str, RelationRules] = {}
     at = process_rank(config.device)
-    if learn:
-        tell = (lambda i, count, r, done: progress(r) if done is not None else None) if progress else None
-        got = learn_graph(directory, graph, chosen, config, tell)
-        if got is None:  # rank 0 ranks and reports; the others wait until it has
-            at.barrier()
-            return None
-        learned = {one.relation: one for one in got}
+    work = learn_and_rank if learn else rank_relation
+    mine = share(chosen, at)
+    workers = worker_processes(config, len(mine))
+    told = progress or (lambda target: None)
+    finished = (lambda got: told(got[0]["relation"])) if learn else (lambda got: None)
+    started_one = (lambda target: None) if learn else told
+    if workers > 1:
+        tasks = {t: (split,) for t in mine}
+        done = learn_in_workers(read_graph, work, directory, mine, config, workers, started_one, finished, tasks)
+    else:
+        done = {}
+        with one_thread() if learn else nullcontext():  # one torch thread, as in a worker
+            for target in mine:
+                started_one(target)
+                done[target] = work(directory, graph, target, config, split)
+                finished(done[target])
+    gathered = gather([done[t] for t in mine], at)
+    if gathered is None:  # rank 0 reports; the others wait until it has
+        at.barrier()
+        return None
     try:
-        return _rank(directory, graph, every, chosen, learned, config, learn, progress, split, started)
+        return _report(
+            directory, every, chosen, dict(zip(chosen, gathered, strict=True)), config, learn, split, started
+        )
     finally:
-        if learn and at.size > 1:
+        if at.size > 1:
             at.barrier()
 
 
@@ -225,31 +299,22 @@ def rank_relation(
     target: str,
     config: KGConfig,
     split: str,
-    learned: RelationRules | dict[str, Any] | None,
+    learned: RelationRules | None = None,
+    counted: Counted | None = None,
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """One relation's row of the report and its ranks (baseline, and with ``learned`` nlndl's): ``learned`` as
-    learned, or as :func:`nlndl.kg_rules.checkpoint_json` keeps it (a worker process rebuilds it on its own graph).
-    A module-level function, so that worker processes rank relations side by side."""
-    if isinstance(learned, dict):
-        learned = from_checkpoint(learned, graph)
+    """One relation's row of the report and its ranks (baseline, and with ``learned`` nlndl's), its path rules
+    counted here unless given (``counted``, by :func:`count_paths` for the same split). A module-level function,
+    so that worker processes rank relations side by side."""
     start = time.perf_counter()
     n = len(graph.entities)
     bodies = graph.bodies()
-    asked = np.array(sorted(graph.pairs(target, (split,))), dtype=np.int64).reshape(-1, 2)
-    base = Aggregate((n, n), asked[:, 0], asked[:, 1])
-    counted = Aggregate((n, n), asked[:, 0], asked[:, 1])
-    restated = learned.chains() if learned is not None else set()
-    count = 0
-    for rule in paths.each(graph.known_matrices(), target, config.path_length, config.seed):
-        part = base.kept(rule.pairs)
-        base.add(part, rule.confidence, kept=True)
-        if learned is not None and not rule.restated(restated):
-            counted.add(part, rule.confidence, kept=True)
-        count += 1
+    asked = asked_pairs(graph, target, split)
+    counted = counted if counted is not None else count_paths(graph, target, config, asked)
+    base = counted.rules
     constants = ConstantRules.mine(bodies, target, graph.relation_matrix(target))
     rankings: list[Ranked] = [(base, "max", False), (base, "noisy-or", False), (base, "max", True), (base, "top", True)]
     if learned is not None:
-        rankings += nlndl_rankings(learned, counted, n)
+        rankings += nlndl_rankings(learned, base.copy(), counted.chains, n, asked)
     # one pass over the queries, so that each query's rules with a constant are gathered once for all rankings
     found = split_ranks_of(graph, target, rankings, split, constants.scorer(bodies).reduced)
     ranks = dict(zip(("base", "base_or", "base_const", "counted"), found[:4], strict=True))
@@ -257,8 +322,8 @@ def rank_relation(
     row["baseline"]["noisy-or"] = metrics(ranks["base_or"]).to_json()
     row["baseline"]["constants"] = metrics(ranks["base_const"]).to_json()
     row["baseline"]["counted_top"] = metrics(ranks["counted"]).to_json()
-    row["baseline"]["seconds"] = round(time.perf_counter() - start, 2)  # counting, and every ranking of it
-    row["baseline"]["rules"] = count
+    row["baseline"]["seconds"] = round(time.perf_counter() - start, 2)  # every ranking (and counting, if done here)
+    row["baseline"]["rules"] = counted.count
     row["constant_rules"] = constants.count()
     if learned is not None:
         row["nlndl"] = nlndl_row(graph, learned, found[4:], split)
@@ -266,34 +331,17 @@ def rank_relation(
     return row, ranks
 
 
-def _rank(
+def _report(
     directory: Path,
-    graph: Graph,
     every: list[str],
     chosen: list[str],
-    learned: dict[str, RelationRules],
+    done: dict[str, tuple[dict[str, Any], dict[str, np.ndarray]]],
     config: KGConfig,
     learn: bool,
-    progress: Callable[[str], None] | None,
     split: str,
     started: float,
 ) -> dict[str, Any]:
-    """The ranking half of :func:`run` (rank 0 alone under torchrun): each relation's rows and the totals, the
-    relations ranked side by side by as many worker processes as learned them."""
-    learned_seconds = round(time.perf_counter() - started, 1)
-    alone = process_rank(config.device).size == 1
-    workers = worker_processes(config, len(chosen)) if alone else 1
-    told = progress if progress and not learn else (lambda target: None)
-    if workers > 1:
-        tasks = {t: (split, checkpoint_json(learned[t]) if learn else None) for t in chosen}
-        done = learn_in_workers(
-            read_graph, rank_relation, directory, chosen, config, workers, told, lambda _: None, tasks
-        )
-    else:
-        done = {}
-        for target in chosen:
-            told(target)
-            done[target] = rank_relation(directory, graph, target, config, split, learned.get(target))
+    """The report of :func:`run` from each relation's row and ranks (``done``): the rows and the totals."""
     rows, alone_all = [], []
     totals: dict[str, list[np.ndarray]] = {
         k: [] for k in ("base", "base_or", "base_const", "counted", "nln", "nln_max", "nln_or", "clauses")
@@ -303,7 +351,6 @@ def _rank(
         for key, found in ranks.items():
             totals[key].append(found)
         if learn:
-            row["nlndl"]["clauses_read"] = len(learned[target].result.clauses)  # a checkpoint keeps those that rank
             alone_all.append(row["nlndl"]["program"])
         rows.append(row)
     rows += [{"relation": r, "test": 0, "note": f"no {split} triples"} for r in every if r not in chosen]
@@ -315,8 +362,8 @@ def _rank(
     out["path_length"] = config.path_length
     out["aggregation"] = (
         f"nlndl: top, 1 - (1 - c1) (1 - {DAMPING} c2) ... (1 - {DAMPING} c{TOP}) over the confidences of the rules "
-        "deriving a candidate, best first: nlndl's clauses, the counted path rules that no clause restates "
-        "(nlndl.paths) and the rules with a constant (nlndl.constants); nlndl_max (ties broken by noisy-or) and "
+        "deriving a candidate, best first: the counted path rules (nlndl.paths), nlndl's clauses that restate "
+        "none of them and the rules with a constant (nlndl.constants); nlndl_max (ties broken by noisy-or) and "
         "nlndl_noisy_or beside it. baseline: the counted path rules by max, baseline_noisy_or beside it; "
         "baseline_constants: the path rules and the rules with a constant, by max; counted_top: the same by top, "
         "nlndl's ranking without its clauses"
@@ -327,7 +374,6 @@ def _rank(
     peak = max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
     out["peak_rss_mib"] = round(peak / 1024)  # the largest process: this one or a worker that learned relations
     if learn:
-        out["learning_seconds"] = learned_seconds
         out["nlndl"] = metrics(np.concatenate(totals["nln"])).to_json()
         out["nlndl_max"] = metrics(np.concatenate(totals["nln_max"])).to_json()
         out["nlndl_noisy_or"] = metrics(np.concatenate(totals["nln_or"])).to_json()
