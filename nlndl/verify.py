@@ -240,12 +240,15 @@ def clingo_derived(
 ) -> set[GroundAtom]:
     """The learned predicates' atoms clingo derives from ``facts`` with ``rules``; with ``asked`` (rules whose
     bodies read no rule head, :func:`asked_only`), only those of ``asked``: each rule's body opens with an atom
-    of the asked ones, so clingo grounds the rules there alone."""
+    of the asked ones, so clingo grounds the rules there alone. Only the facts of relations the rules read or
+    derive are written out (a knowledge graph's sketch holds up to 32 relations; a rule reads two or three)."""
     symbols = program.symbol_table
     names = Names.for_program(program)
     learned = set(program.learned)
     if asked is not None:
         facts, rules = asking(facts, rules, asked, set(program.relations))
+    read = {r.head for r in rules} | {a.predicate for r in rules for a in r.body}
+    facts = {p: rows for p, rows in facts.items() if p in read}  # no other fact bears on the rules' model
     derived = set()
     shown = {names(p): len(program.relations[p]["types"]) for p in learned}
     for pred, args in clingo_model(clingo_program(facts, rules, symbols, names), shown):

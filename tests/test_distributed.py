@@ -1,5 +1,5 @@
 """torchrun with 2 gloo processes gives what 1 process gives: one program's training sharded (`nlndl train`: the
-same rules, iterations and losses), and the relations of `nlndl kg train` shared."""
+same rules, iterations and losses), and the relations of `nlndl kg train` and `nlndl bench kg` shared."""
 
 import json
 import os
@@ -66,6 +66,30 @@ def test_kg_train_under_torchrun_with_2_processes_learns_what_1_process_learns(t
     assert learned(tmp_path / "two") == learned(tmp_path / "one")
     for name in ("rules.dl", "rules.lp", "facts.lp"):
         assert (tmp_path / "two" / name).read_text() == (tmp_path / "one" / name).read_text()
+
+
+def figures(report: dict) -> dict:
+    """A bench kg report without its clock and memory readings."""
+    if isinstance(report, dict):
+        gone = ("seconds", "peak_rss", "peak_rss_mib", "processes", "workers_per_process", "config", "command")
+        return {k: figures(v) for k, v in report.items() if k not in gone}
+    return [figures(v) for v in report] if isinstance(report, list) else report
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="torchrun with gloo, as CI runs it")
+def test_bench_kg_under_torchrun_with_2_processes_ranks_what_1_process_ranks(tmp_path):
+    """Each process learns and ranks its share of the relations; rank 0 reports them in order."""
+    directory = kin(tmp_path)
+    args = ["bench", "kg", str(directory), "--time-limit", "600", "--jobs", "1", "-q", "--record"]
+    one = subprocess.run(
+        [sys.executable, "-m", "nlndl", *args, str(tmp_path / "one.json")], env=ENV, capture_output=True, text=True
+    )
+    assert one.returncode == 0, one.stdout + one.stderr
+    two = subprocess.run([*LAUNCHER, *args, str(tmp_path / "two.json")], env=ENV, capture_output=True, text=True)
+    assert two.returncode == 0, two.stdout + two.stderr
+    alone, shared = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("one", "two"))
+    assert [r["relation"] for r in shared["relations"]] == ["aunt", "uncle"] and shared["processes"] == 2
+    assert figures(shared) == figures(alone)
 
 
 def test_examples_are_shared_class_by_class_and_every_one_once():
