@@ -235,8 +235,9 @@ def learn_and_rank(
     directory: Path, graph: Graph, target: str, config: KGConfig, split: str
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Learn ``target`` and rank its triples of ``split`` (:func:`rank_relation`), its path rules counted once
-    for both: the clause pool's floor while learning, the ranking after. The triples ranked are read only
-    once learning is done. A module-level function, so that worker processes take relations side by side."""
+    for both: the clause pool's floor while learning, the ranking after. The triples ranked only choose which
+    of the counted pairs the ranking keeps (their heads' rows, their tails' columns): nothing of them reaches
+    the floor or the learning. A module-level function, so that worker processes take relations side by side."""
     start = time.perf_counter()
     counted = count_paths(graph, target, config, asked_pairs(graph, target, split), floor=True)
     counting = time.perf_counter() - start
