@@ -275,6 +275,7 @@ class Aggregate:
         self.log_miss: list[np.ndarray] = []  # of the rules dropped from the top, per pair
         self.miss_keys: list[np.ndarray] = []
         self.held = 0
+        self.reduced_held = 0  # entries left by the last reduction
         self.select = None
         self.reduced: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # (keys, top, log_miss)
         self.by_column: tuple[np.ndarray, np.ndarray] | None = None  # reduced keys' order by column, the columns
@@ -294,6 +295,7 @@ class Aggregate:
         self._reduce()
         out = Aggregate(self.shape)
         out.select, out.held, out.reduced, out.by_column = self.select, self.held, self.reduced, self.by_column
+        out.reduced_held = self.reduced_held
         out.keys, out.confidence = list(self.keys), list(self.confidence)
         out.log_miss, out.miss_keys = list(self.log_miss), list(self.miss_keys)
         return out
@@ -325,7 +327,9 @@ class Aggregate:
         self.confidence.append(np.full(keys.size, float(confidence)))
         self.held += keys.size
         self.reduced = None
-        if self.held > self.BUFFER:
+        # past the buffer, or half the reduced state as large again: a reduced state larger than the buffer
+        # is not reduced anew at each rule added
+        if self.held > self.reduced_held + max(self.BUFFER, self.reduced_held // 2):
             self._reduce()
 
     def _reduce(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -343,7 +347,7 @@ class Aggregate:
         self.confidence = [top[levels]]
         self.miss_keys = [unique]
         self.log_miss = [log_miss - log_misses(top).sum(axis=1)]
-        self.held = self.keys[0].size
+        self.held = self.reduced_held = self.keys[0].size
         self.reduced = (unique, top, log_miss)
         self.by_column = None
         return self.reduced

@@ -156,6 +156,27 @@ def test_an_aggregate_keeps_the_asked_rows_and_columns_and_a_copy_goes_its_own_w
     assert np.allclose(copied.scores("top").toarray(), Aggregate.of(rules, shape).scores("top").toarray())
 
 
+def test_an_aggregate_past_its_buffer_is_not_reduced_at_every_rule(monkeypatch):
+    """Where the reduced pairs alone exceed the buffer, the next reduction waits until as many more are held:
+    a few reductions for 300 rules, not one a rule."""
+    monkeypatch.setattr(Aggregate, "BUFFER", 3)
+    reductions = [0]
+    reduce = Aggregate._reduce
+
+    def counted(self):
+        if self.reduced is None:
+            reductions[0] += 1
+        return reduce(self)
+
+    monkeypatch.setattr(Aggregate, "_reduce", counted)
+    shape = (300, 300)
+    agg = Aggregate(shape)
+    for k in range(300):  # each rule its own ten pairs
+        agg.add(sparse.csr_matrix((np.ones(10), (np.full(10, k), np.arange(10))), shape=shape), 0.5)
+    assert reductions[0] < 20, reductions[0]
+    assert agg.scores("max").nnz == 3000
+
+
 def graph(tmp_path: Path) -> Path:
     """aunt = sister of a parent, over eight families; two families' aunt triples held out for test."""
     facts, train, test = [], [], []
