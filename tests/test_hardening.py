@@ -5,6 +5,8 @@ had is overwritten or deleted, outputs appear whole or not at all, bad input get
 import errno
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -499,6 +501,42 @@ def test_share_cpu_leaves_a_chosen_policy_and_a_loaded_torch_alone(monkeypatch):
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
     assert share_cpu() is None, "torch is already imported here: too late to choose"
     assert "OMP_WAIT_POLICY" not in os.environ
+
+
+def test_the_load_is_looked_at_until_a_look_sees_no_other_task(monkeypatch):
+    """others_running returns the fewest runnable tasks seen: a look that sees none ends the looking."""
+    import io
+
+    from nlndl import allocator
+
+    looks = []
+
+    def loadavg(running: int):
+        def fake_open(path, *args, **kwargs):
+            looks.append(path)
+            return io.StringIO(f"0.50 0.40 0.30 {running}/300 4242\n")
+
+        return fake_open
+
+    monkeypatch.setattr(allocator, "open", loadavg(1), raising=False)  # this process alone
+    assert allocator.others_running(samples=5, interval=0.0) == 0 and len(looks) == 1
+    looks.clear()
+    monkeypatch.setattr(allocator, "open", loadavg(3), raising=False)
+    assert allocator.others_running(samples=5, interval=0.0) == 2 and len(looks) == 5
+
+
+def test_the_console_script_collects_cycles_less_often_and_not_at_exit():
+    """main() owns its process: higher collector thresholds from the start, every object frozen at the end."""
+    code = (
+        "import gc, sys\n"
+        "from nlndl.allocator import GC_THRESHOLDS\n"
+        "from nlndl.cli import main\n"
+        "sys.argv = ['nlndl', '--version']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(gc.get_threshold() == GC_THRESHOLDS, gc.get_freeze_count() > 0)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split()[-2:] == ["True", "True"], out
 
 
 def test_step_and_restart_options_are_bounded(tmp_path):

@@ -16,7 +16,7 @@ from typing import Annotated
 import typer
 
 from nlndl import __version__
-from nlndl.allocator import keep_freed_memory, share_cpu
+from nlndl.allocator import collect_less, keep_freed_memory, share_cpu, skip_final_collection
 from nlndl.cli import bench, ilp, kg, ldpc  # noqa: F401  (each module registers its commands)
 from nlndl.cli.common import app, stdout
 from nlndl.errors import NlndlError, Terminated
@@ -56,7 +56,16 @@ def stop_on_sigterm() -> None:
 
 def main() -> None:
     """Entry point of the ``nlndl`` console script: every failure ends in a one-line message and an exit code,
-    never a traceback (``NLNDL_TRACEBACK=1`` shows one for an internal error)."""
+    never a traceback (``NLNDL_TRACEBACK=1`` shows one for an internal error). The process is the command's
+    own: the cycle collector runs less often, and not over everything at exit (:mod:`nlndl.allocator`)."""
+    collect_less()
+    try:
+        _run()
+    finally:
+        skip_final_collection()
+
+
+def _run() -> None:
     try:
         app()
     except KeyboardInterrupt as exc:
