@@ -69,10 +69,11 @@ def _start(read: Callable[[Path, int], Any], directory: Path, memory_limit: int)
     global _graph
     import torch
 
-    from nlndl.allocator import keep_freed_memory
+    from nlndl.allocator import collect_less, keep_freed_memory
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     keep_freed_memory()  # a worker owns its process, as the CLI does (nlndl.allocator)
+    collect_less()
     torch.set_num_threads(1)
     try:
         _graph = read(directory, memory_limit)

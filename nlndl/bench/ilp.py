@@ -224,9 +224,10 @@ def _run_parallel(
 def _start_worker(threads: int) -> None:
     import torch
 
-    from nlndl.allocator import keep_freed_memory
+    from nlndl.allocator import collect_less, keep_freed_memory
 
     keep_freed_memory()  # as the CLI does for its own process
+    collect_less()
     torch.set_num_threads(threads)
 
 
