@@ -1,11 +1,13 @@
-"""Keep freed tensor memory in the process heap instead of handing it back to the OS after every step.
+"""Settings for a process nlndl owns: its memory allocator, its cycle collector, its OpenMP wait policy.
 
+Freed tensor memory is kept in the process heap instead of being handed back to the OS after every step:
 glibc's malloc serves each large block (above its mmap threshold, which adapts up to 32 MiB) by a fresh
 ``mmap`` and unmaps it on free, so every (restarts, substitutions, terms) temporary of a training step
 is page-faulted in anew, zeroed by the kernel: on 2 cores that was about a fifth of the CPU time of a
 step on Sorting and Addition. PyTorch's CPU tuning guide points to another allocator for the same
 reason; raising glibc's thresholds (``mallopt``) gets the same effect without a new dependency.
-Process-wide, so only entry points that own their process (the CLI) call it.
+Process-wide, as are the others here, so only entry points that own their process (the CLI, worker
+processes) call them.
 """
 
 from __future__ import annotations
