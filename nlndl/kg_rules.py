@@ -553,10 +553,10 @@ def predict(
 ) -> list[Prediction]:
     """The ``k`` best answers to ``relation(entity, ?)`` (``tail_asked``) or ``relation(?, entity)``, by the
     clauses ``record`` (one relation of kg train's rules.json) holds and the relation's counted rules, mined
-    again from the graph (with the ``seed`` and path ``length`` it was learned with): path rules (nlndl.paths)
-    that no clause restates, and rules with a constant (nlndl.constants). Each answer comes with the rules
-    that derive it: every clause, and of each kind of counted rule the ``EXPLAINED`` best. Answers are
-    scored as ``bench kg`` ranks them (:func:`nlndl.ranking.combined`)."""
+    again from the graph (with the ``seed`` and path ``length`` it was learned with): path rules (nlndl.paths),
+    a clause that restates one of them left to it, and rules with a constant (nlndl.constants). Each answer
+    comes with the rules that derive it: every clause ranked, and of each kind of counted rule the
+    ``EXPLAINED`` best. Answers are scored as ``bench kg`` ranks them (:func:`nlndl.ranking.combined`)."""
     from nlndl.constants import ConstantRules, text
 
     sources = {str(a): str(b) for a, b in record["sources"].items()}
@@ -567,13 +567,15 @@ def predict(
     def line(pairs: sparse.csr_matrix) -> sparse.csr_matrix:
         return boolean(pairs.getrow(at) if tail_asked else pairs.getcol(at).T.tocsr())
 
+    counted, chains = [], set()
+    for rule in paths.each(graph.known_matrices(), relation, length, seed):
+        if not rule.reflexive:
+            chains.add(rule.atoms)
+        if (row := line(rule.pairs)).nnz:
+            counted.append((row, rule.confidence, rule.text(relation)))
+    clauses = [c for c in clauses if not chains_of([c[0]], sources) & chains]  # left to the counted rule
     derived = rule_pairs(graph, [r for r, _, _ in clauses], sources)
     rows = [(line(p), c, t) for p, (_, c, t) in zip(derived, clauses, strict=True)]
-    restated = chains_of([r for r, _, _ in clauses], sources)
-    counted = []
-    for rule in paths.each(graph.known_matrices(), relation, length, seed):
-        if not rule.restated(restated) and (row := line(rule.pairs)).nnz:
-            counted.append((row, rule.confidence, rule.text(relation)))
     n = len(graph.entities)
     bodies = graph.bodies()
     constants = ConstantRules.mine(bodies, relation, graph.relation_matrix(relation)).scorer(bodies)

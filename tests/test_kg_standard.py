@@ -194,6 +194,30 @@ def test_kg_train_writes_the_anyburl_rule_list_and_predicts_with_explanations(tm
     assert missing.exit_code == 1 and "no rules for 'uncle'" in missing.output
 
 
+def test_kg_predict_leaves_a_clause_that_restates_a_counted_path_to_the_counted_rule(tmp_path):
+    """As bench kg ranks: a clause saying what a counted path rule says is not ranked beside it, so its
+    confidence in rules.json changes neither the answer's score nor its explanation."""
+    directory = families(tmp_path / "kg", packed=True)
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["kg", "train", str(directory), "-D", str(out), "--relation", "aunt", *QUICK, "-q"])
+    assert result.exit_code == 0, result.output
+
+    def best() -> dict:
+        asked = runner.invoke(app, ["kg", "predict", str(out), "--query", "aunt(s8, ?)", "-k", "1", "--json"])
+        assert asked.exit_code == 0, asked.output
+        return json.loads(asked.output)["answers"][0]
+
+    before = best()
+    record = json.loads((out / "rules.json").read_text())
+    path = [c for c in record["relations"][0]["clauses"] if c["rule"] == "aunt(A, B) :- parent(C, B), sister(A, C)."]
+    assert path, record["relations"][0]["clauses"]
+    path[0]["confidence"] = 0.99
+    (out / "rules.json").write_text(json.dumps(record))
+    after = best()
+    assert after["score"] == before["score"] and after["rules"] == before["rules"]
+    assert {"rule": "aunt(X,Y) :- sister(X,A), parent(A,Y)", "confidence": 0.7} in after["rules"]
+
+
 def test_bench_kg_reads_the_standard_layout_and_reports_both_aggregations(tmp_path):
     directory = families(tmp_path / "kg", packed=True)
     report = tmp_path / "r.json"
