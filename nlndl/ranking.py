@@ -311,11 +311,11 @@ class Aggregate:
         indptr = np.concatenate([[0], np.cumsum(np.bincount(row[keep], minlength=pairs.shape[0]))])
         return sparse.csr_matrix((pairs.data[keep], pairs.indices[keep], indptr), shape=pairs.shape)
 
-    def add(self, pairs: Pairs, confidence: float, kept: bool = False) -> None:
-        """Take in a rule deriving the nonzero pairs of ``pairs`` (already :meth:`kept`, if ``kept``)."""
+    def add(self, pairs: Pairs, confidence: float) -> None:
+        """Take in a rule deriving the nonzero pairs of ``pairs`` (those in the kept rows and columns)."""
         if confidence <= 0:
             return
-        part = sparse.csr_matrix(pairs if kept else self.kept(pairs))
+        part = sparse.csr_matrix(self.kept(pairs))
         if not part.nnz:
             return
         if not part.has_canonical_format:  # each row's columns once, ascending: the keys come out distinct, sorted
