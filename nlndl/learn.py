@@ -78,6 +78,7 @@ class LearnResult:
     resets: int = 0
     replaced: int = 0  # restarts re-drawn after a plateau
     renewed: int = 0  # restarts with some terms re-drawn after a plateau, the others kept
+    balanced: int = 0  # restarts weighed balanced after a plateau with sound clauses (TrainConfig.balance_sound)
     accepted: bool = False  # solved, or (with noise) clingo finds it wrong on at most the allowed examples
     noise: float | None = None
     clauses: list[Rule] = field(default_factory=list)  # with LearnConfig.clauses: every clause read out, in order
@@ -101,6 +102,7 @@ class LearnResult:
             "nan_resets": self.resets,
             "replaced_restarts": self.replaced,
             "renewed_restarts": self.renewed,
+            "balanced_restarts": self.balanced,
             "accepted": self.accepted,
             "noise": self.noise,
             "validation": self.validation.to_json() if self.validation is not None else None,
@@ -413,7 +415,9 @@ def learn(
     config = replace(config, chain=config.chain.for_program(program))
     torch.manual_seed(config.train.seed)
     model = ForwardChainer(program, config.chain, collective).to(config.device)
-    trainer = Trainer(model, config.train)
+    # under a noise allowance some missed positives are noise: a sound stalled restart keeps the class weight
+    exact = config.train if config.noise is None else replace(config.train, balance_sound=False)
+    trainer = Trainer(model, exact)
     if resume is not None:
         trainer.load(resume)
     worlds = checked_worlds(program)
@@ -464,6 +468,7 @@ def learn(
             resets=trainer.state.resets,
             replaced=trainer.state.replaced,
             renewed=trainer.state.renewed,
+            balanced=trainer.state.balanced,
             accepted=solved or learner.accepted is not None,
             noise=config.noise,
             clauses=list(learner.clauses),

@@ -92,6 +92,7 @@ class ForwardChainer(nn.Module):
         self.steps_ = nn.ModuleDict({p: ChainStep(self.functions[p], self.config.aggregation, merge[p]) for p in order})
         self.worlds = nn.ModuleList([WorldTensors(w, dict(self.functions.items())) for w in program.worlds])
         self.deadline: float | None = None  # time.perf_counter() past which a training pass stops between steps
+        self.balanced: torch.Tensor | None = None  # (K,) restarts weighed balanced whatever the class weight
 
     @property
     def restarts(self) -> int:
@@ -203,11 +204,16 @@ class ForwardChainer(nn.Module):
         positives: unweighted, one missed positive vanishes among them; weighted to balance (each class
         half the loss), a clause that covers a few positives pays almost nothing for the negatives it
         also covers (Length: `target(A, B) :- value(A, B)` holds four positives and two negatives).
-        The default, sqrt(N / P) per positive, sits between (ChainConfig.class_weight)."""
+        The default, sqrt(N / P) per positive, sits between (ChainConfig.class_weight). The restarts flagged
+        in ``balanced`` (set by the trainer) are weighed balanced whatever the setting."""
         present = [k for k in (True, False) if counts[k]]
         # balanced is the general form at weight N / P, kept as the mean of the two class means it was
         # written as, so that its losses stay the same to the last bit
         if len(present) < 2 or self.config.class_weight == "balanced":
             return sum(sums[k] / counts[k] for k in present) / max(len(present), 1)
         weight = 1.0 if self.config.class_weight == "none" else math.sqrt(counts[False] / counts[True])
-        return (weight * sums[True] + sums[False]) / (weight * counts[True] + counts[False])
+        loss = (weight * sums[True] + sums[False]) / (weight * counts[True] + counts[False])
+        if self.balanced is None or not self.balanced.any():
+            return loss
+        balanced = sum(sums[k] / counts[k] for k in present) / 2
+        return torch.where(self.balanced.to(loss.device), balanced, loss)

@@ -36,6 +36,9 @@ class TrainConfig:
     patience: int = 400  # a restart that has not improved (see replace_stalled) for this long starts anew
     renew_terms: bool = True  # a stalled restart first re-draws only some of its terms (see replace_stalled)
     renew_sound: bool = True  # ... and again, however often, while its clauses derive no negative example
+    # a restart stalled with such clauses weighs its classes balanced until drawn anew (nlndl.learn: not under a
+    # noise allowance)
+    balance_sound: bool = True
 
 
 @dataclass
@@ -46,6 +49,7 @@ class TrainState:
     resets: int = 0  # restarts re-initialised after NaN/inf
     replaced: int = 0  # restarts re-initialised after a plateau
     renewed: int = 0  # stalled restarts with some terms re-drawn and the others kept
+    balanced: int = 0  # stalled restarts whose clauses derived no negative, weighed balanced from then on
 
 
 CheckFn = Callable[[ForwardChainer, torch.Tensor], int | None]
@@ -54,7 +58,7 @@ HarmfulFn = Callable[[ForwardChainer, torch.Tensor], dict[str, torch.Tensor]]
 # per given restart, whether its (crisp) clauses derive no negative example
 SoundFn = Callable[[ForwardChainer, torch.Tensor], torch.Tensor]
 ProgressFn = Callable[[TrainState, torch.Tensor], None]
-RESTART_STATE = ("restart_best", "restart_since", "restart_wrong", "restart_renewed")
+RESTART_STATE = ("restart_best", "restart_since", "restart_wrong", "restart_renewed", "restart_balanced")
 
 
 class CheckpointError(NlndlError):
@@ -97,6 +101,7 @@ class Trainer:
         self.restart_wrong = torch.full((k,), float("inf"))
         self.restart_since = torch.zeros(k, dtype=torch.long)  # iteration of the last real improvement
         self.restart_renewed = torch.zeros(k, dtype=torch.bool)  # some terms re-drawn since the last full draw
+        self.restart_balanced = torch.zeros(k, dtype=torch.bool)  # weighed balanced since a sound stall
         self.harmful: HarmfulFn | None = None
         self.sound: SoundFn | None = None
 
@@ -117,6 +122,7 @@ class Trainer:
         self.restart_wrong[bad] = float("inf")
         self.restart_since[bad] = self.state.iteration
         self.restart_renewed[bad] = False
+        self.restart_balanced[bad] = False
 
     def renewable_terms(self, restarts: torch.Tensor) -> dict[str, torch.Tensor]:
         """Per learned predicate, the terms (len(restarts), T) to re-draw: those the disjunction does not take
@@ -154,7 +160,11 @@ class Trainer:
         where it keeps some: the clauses that help stay, and fresh terms look for the examples still wrong.
         With ``renew_sound``, a restart whose clauses derive no negative example (``sound``) is renewed again
         at each stall: clauses that only derive true atoms belong to some complete program (a DNF only adds
-        what its clauses derive), so only the missing clauses are sought, not the ones it has."""
+        what its clauses derive), so only the missing clauses are sought, not the ones it has. With ``balance_sound``,
+        such a restart weighs its classes balanced (N / P per positive) from its first such stall until it is
+        drawn anew: the positives it misses weigh more against the negatives that a partial clause for them
+        also derives (the default sqrt(N / P) keeps a sound program that misses a recursion's deeper cases:
+        Cons/Member)."""
         losses = torch.nan_to_num(losses.cpu(), nan=float("inf"))
         # progress: fewer misclassified examples, or a loss at least 5% below the best so far (a loss that
         # only creeps down while the same examples stay wrong is a plateau)
@@ -166,11 +176,18 @@ class Trainer:
         if not stalled.any():
             return
         restarts = torch.nonzero(stalled).flatten()
+        cfg = self.config
+        sound = None if self.sound is None else self.sound(self.model, restarts).cpu()
+        if cfg.balance_sound and sound is not None:
+            newly = restarts[sound & ~self.restart_balanced[restarts]]
+            self.restart_balanced[newly] = True
+            self.restart_best[newly] = float("inf")  # its loss is on another scale from now on
+            self.state.balanced += int(newly.numel())
         spent = self.restart_renewed[restarts]  # renewed since their last full draw: drawn anew, unless sound
-        if self.config.renew_sound and self.sound is not None and spent.any():
-            spent[spent.clone()] = ~self.sound(self.model, restarts[spent]).cpu()
+        if cfg.renew_sound and sound is not None:
+            spent &= ~sound
         fresh = restarts[~spent]
-        if self.config.renew_terms and fresh.numel():
+        if cfg.renew_terms and fresh.numel():
             renewable = self.renewable_terms(fresh)
             some = torch.stack([u.any(-1) for u in renewable.values()]).any(0)
             kept = torch.stack([(~u).any(-1) for u in renewable.values()]).any(0)
@@ -196,6 +213,7 @@ class Trainer:
         processes, each back-propagates its share of the loss and one exchange gives every process the
         whole's losses, counts, largest errors and gradient (runtime.collective)."""
         self.optimizer.lr = self.learning_rate()
+        self.model.balanced = self.restart_balanced
         share, worst, wrong = self.model.objective()
         self.optimizer.zero_grad()
         share[torch.isfinite(share)].sum().backward()
@@ -299,7 +317,7 @@ class Trainer:
                 expected[f"adam/{key}/{part}"] = tuple(param.shape)
             expected[f"adam/{key}/step"] = (1,)
         expected["generator"] = tuple(self.generator.get_state().shape)
-        optional = {k for k in expected if k.startswith("adam/")} | {"restart_renewed"}  # older checkpoints
+        optional = {k for k in expected if k.startswith("adam/")} | {"restart_renewed", "restart_balanced"}
         missing = sorted(set(expected) - set(tensors) - optional)
         extra = sorted(set(tensors) - set(expected))
         if missing or extra:
@@ -328,6 +346,6 @@ class Trainer:
         for key in RESTART_STATE:
             if key in tensors:
                 setattr(self, key, tensors[key].to(getattr(self, key).dtype).clone())
-            else:  # absent from checkpoints written before renewal existed: nothing renewed yet
+            else:  # absent from checkpoints written before renewal existed: nothing renewed or balanced yet
                 setattr(self, key, torch.zeros_like(getattr(self, key)))
         self.state = state

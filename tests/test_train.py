@@ -224,6 +224,50 @@ def test_a_renewed_restart_whose_clauses_derive_no_negative_is_renewed_again(sou
     assert (trainer.state.renewed, trainer.state.replaced) == (renewals, 3 - renewals)
 
 
+def test_a_restart_stalled_with_sound_clauses_is_weighed_balanced_until_drawn_anew():
+    program = api.compile(ILP / "less_than" / "sketch.dl")
+    torch.manual_seed(0)
+    model = ForwardChainer(program, ChainConfig(restarts=3))
+    (function,) = model.functions.values()
+    with torch.no_grad():  # term 0 in use, the others not: a stall renews the sound restarts, keeping term 0
+        function.outer[:, 0], function.outer[:, 1:] = 3.0, -3.0
+    trainer = Trainer(model, TrainConfig(seed=0, patience=5))
+    trainer.sound = lambda model, restarts: restarts != 1  # restarts 0 and 2 derive no negative, 1 does
+    trainer.restart_renewed = torch.tensor([True, True, False])  # 2 stalls for the first time since its draw
+    balanced = ForwardChainer(program, ChainConfig(restarts=3, class_weight="balanced"))
+    balanced.load_state_dict(model.state_dict())
+    assert not torch.equal(model.losses(), balanced.losses())  # sqrt(N / P) is not N / P on this task
+    trainer.state.iteration = 10
+    trainer.wrong = trainer.restart_wrong = trainer.restart_best = torch.ones(3)  # no progress
+    trainer.replace_stalled(torch.ones(3), fitted=torch.tensor([False, False, False]))
+    assert trainer.restart_balanced.tolist() == [True, False, True] and trainer.state.balanced == 2
+    assert trainer.restart_best[[0, 2]].isinf().all()  # their losses are on the balanced scale from now on
+    balanced.load_state_dict(model.state_dict())  # the weights after the stall's re-draws
+    model.balanced = trainer.restart_balanced
+    losses, reference, sqrt_weighted = model.losses(), balanced.losses(), ForwardChainer(program, model.config)
+    sqrt_weighted.load_state_dict(model.state_dict())
+    assert torch.equal(losses[[0, 2]], reference[[0, 2]]) and losses[1] == sqrt_weighted.losses()[1]  # bit for bit
+    trainer.reinitialise(torch.tensor([0, 2]))
+    assert not trainer.restart_balanced.any()
+
+
+@pytest.mark.parametrize("noise", [None, 0.1])
+def test_a_noise_allowance_keeps_the_class_weight_of_sound_stalled_restarts(monkeypatch, noise):
+    import nlndl.learn
+
+    seen = []
+
+    class Recording(Trainer):
+        def __init__(self, model, config):
+            seen.append(config.balance_sound)
+            super().__init__(model, config)
+
+    monkeypatch.setattr(nlndl.learn, "Trainer", Recording)
+    program = api.compile(ILP / "less_than" / "sketch.dl")
+    learn(program, LearnConfig(train=TrainConfig(max_iters=1), chain=ChainConfig(restarts=1), noise=noise))
+    assert seen == [noise is None]
+
+
 def test_stalled_restarts_re_draw_the_terms_that_derive_negatives_or_do_nothing():
     program = api.compile(ILP / "less_than" / "sketch.dl")
     model = ForwardChainer(program, ChainConfig(restarts=1))

@@ -146,7 +146,8 @@ def train_command(
         ClassWeight,
         typer.Option(
             help="A positive example's weight in the loss, against a negative's, with P positives and N "
-            "negatives: sqrt(N/P), N/P (balanced: each class half the loss) or 1 (none)."
+            "negatives: sqrt(N/P), N/P (balanced: each class half the loss) or 1 (none). A restart that stalls "
+            "with clauses deriving no negative example weighs balanced from then on."
         ),
     ] = CLASS_WEIGHTS[0],
     resume: Annotated[
