@@ -168,7 +168,7 @@ class Learner:
         self.examples = counts[True] + counts[False]
         self.clauses: dict[Rule, None] = {}  # with config.clauses, in the order first read
         self.grew = 0  # the check at which the clause pool last gained a clause
-        self.losses: list[float | None] = []  # the lowest restart's loss at each check
+        self.losses: list[float | None] = []  # the lowest restart's loss at each check, on its own class weight
         self.growing = config.grow is not None  # see Outgrown
 
     def mistakes(self, model: ForwardChainer) -> tuple[torch.Tensor, torch.Tensor]:

@@ -177,13 +177,15 @@ class Trainer:
             return
         restarts = torch.nonzero(stalled).flatten()
         cfg = self.config
-        sound = None if self.sound is None else self.sound(self.model, restarts).cpu()
+        spent = self.restart_renewed[restarts]  # renewed since their last full draw: drawn anew, unless sound
+        sound = None  # one crisp pass, only where a setting reads it
+        if self.sound is not None and (cfg.balance_sound or (cfg.renew_sound and spent.any())):
+            sound = self.sound(self.model, restarts).cpu()
         if cfg.balance_sound and sound is not None:
             newly = restarts[sound & ~self.restart_balanced[restarts]]
             self.restart_balanced[newly] = True
             self.restart_best[newly] = float("inf")  # its loss is on another scale from now on
             self.state.balanced += int(newly.numel())
-        spent = self.restart_renewed[restarts]  # renewed since their last full draw: drawn anew, unless sound
         if cfg.renew_sound and sound is not None:
             spent &= ~sound
         fresh = restarts[~spent]
