@@ -156,14 +156,16 @@ def chain(rule: Rule) -> list[tuple[str, bool]] | None:
     return path if at == end else None
 
 
+def path_of(rule: Rule, sources: dict[str, str]) -> tuple[tuple[str, bool], ...] | None:
+    """The path atoms (:func:`chain`) of ``rule``, named as the graph names them; None where it is no path.
+    A clause whose path is a counted path rule's (``paths.PathRule.atoms``) says what that rule says."""
+    path = chain(rule)
+    return None if path is None else tuple((sources.get(p, p), back) for p, back in path)
+
+
 def chains_of(rules: list[Rule], sources: dict[str, str]) -> set[tuple[tuple[str, bool], ...]]:
-    """The path atoms (:func:`chain`) of those of ``rules`` that are paths, named as the graph names them."""
-    out = set()
-    for rule in rules:
-        path = chain(rule)
-        if path is not None:
-            out.add(tuple((sources.get(p, p), back) for p, back in path))
-    return out
+    """The path atoms (:func:`path_of`) of those of ``rules`` that are paths."""
+    return {path for rule in rules if (path := path_of(rule, sources)) is not None}
 
 
 def restates(rule: Rule, target: str, sources: dict[str, str]) -> bool:
@@ -573,7 +575,7 @@ def predict(
             chains.add(rule.atoms)
         if (row := line(rule.pairs)).nnz:
             counted.append((row, rule.confidence, rule.text(relation)))
-    clauses = [c for c in clauses if not chains_of([c[0]], sources) & chains]  # left to the counted rule
+    clauses = [c for c in clauses if path_of(c[0], sources) not in chains]  # a restatement left to the counted rule
     derived = rule_pairs(graph, [r for r, _, _ in clauses], sources)
     rows = [(line(p), c, t) for p, (_, c, t) in zip(derived, clauses, strict=True)]
     n = len(graph.entities)

@@ -416,8 +416,7 @@ def learn(
     torch.manual_seed(config.train.seed)
     model = ForwardChainer(program, config.chain, collective).to(config.device)
     # under a noise allowance some missed positives are noise: a sound stalled restart keeps the class weight
-    exact = config.train if config.noise is None else replace(config.train, balance_sound=False)
-    trainer = Trainer(model, exact)
+    trainer = Trainer(model, config.train if config.noise is None else replace(config.train, balance_sound=False))
     if resume is not None:
         trainer.load(resume)
     worlds = checked_worlds(program)

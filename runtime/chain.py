@@ -207,13 +207,16 @@ class ForwardChainer(nn.Module):
         The default, sqrt(N / P) per positive, sits between (ChainConfig.class_weight). The restarts flagged
         in ``balanced`` (set by the trainer) are weighed balanced whatever the setting."""
         present = [k for k in (True, False) if counts[k]]
-        # balanced is the general form at weight N / P, kept as the mean of the two class means it was
-        # written as, so that its losses stay the same to the last bit
-        if len(present) < 2 or self.config.class_weight == "balanced":
+
+        def balanced() -> torch.Tensor:
+            # balanced is the general form at weight N / P, kept as the mean of the two class means it was
+            # written as, so that its losses stay the same to the last bit
             return sum(sums[k] / counts[k] for k in present) / max(len(present), 1)
+
+        if len(present) < 2 or self.config.class_weight == "balanced":
+            return balanced()
         weight = 1.0 if self.config.class_weight == "none" else math.sqrt(counts[False] / counts[True])
         loss = (weight * sums[True] + sums[False]) / (weight * counts[True] + counts[False])
         if self.balanced is None or not self.balanced.any():
             return loss
-        balanced = sum(sums[k] / counts[k] for k in present) / 2
-        return torch.where(self.balanced.to(loss.device), balanced, loss)
+        return torch.where(self.balanced.to(loss.device), balanced(), loss)

@@ -35,9 +35,9 @@ from nlndl.kg_rules import (
     Graph,
     KGConfig,
     RelationRules,
-    chains_of,
     checked_relations,
     learn_relation,
+    path_of,
     raise_floor,
     read_graph,
     worker_processes,
@@ -159,7 +159,7 @@ def nlndl_rankings(
     max- and noisy-or aggregation, a clause that restates a counted path rule left to that rule; then the
     clauses alone and the program alone."""
     for rule, conf in learned.clauses:
-        if not chains_of([rule], learned.sources) & chains:
+        if path_of(rule, learned.sources) not in chains:
             counted.add(learned.pairs[rule], conf)
     return [
         (counted, "top", True),
