@@ -19,41 +19,54 @@ import math
 import numpy as np
 
 from nlndl.compiler.check import Checked
-from nlndl.compiler.ground import GroundWorld, readable, world_domains
+from nlndl.compiler.ground import GroundWorld, input_list, readable, world_domains
 from nlndl.compiler.ir import WholeWorld
-from nlndl.defaults import SUBGRAPH_ABOVE, SUBGRAPH_GRID, SUBGRAPH_TRY
+from nlndl.defaults import SUBGRAPH_ABOVE, SUBGRAPH_ENTRIES, SUBGRAPH_GRID, SUBGRAPH_TRY, SUBGRAPH_WORK
 from nlndl.defaults import SUBGRAPH_MIN as MIN_ENTITIES
 
 GROW_EXAMPLES = 8  # counterexamples whose constants one growth step adds (drawn with the seed)
 GROW_NEIGHBOURS = 4  # neighbours of each such constant added with it (the first by constant id)
 
 
-def unpruned(checked: Checked, world: GroundWorld) -> int:
+def unpruned(checked: Checked, world: GroundWorld, weighed: bool = False) -> int:
     """The world's substitutions before any join prunes them: per learned predicate, its head atoms that
     training reads (every one of a closed predicate, else its examples) times its extra variables' domain
-    sizes."""
+    sizes. ``weighed``: each predicate's times its candidate atoms, the index entries of those substitutions."""
     closed = {name for name, _ in checked.sketch.closed}
     total = 0
     for name, spec in checked.learned.items():
         sizes = [len(world.domains[t]) for t in spec.var_types]
         heads = math.prod(sizes[: spec.head_arity]) if name in closed else sum(e[0] == name for e in world.examples)
-        total += heads * math.prod(sizes[spec.head_arity :])
+        atoms = len(input_list(spec, checked).atoms) if weighed else 1
+        total += heads * math.prod(sizes[spec.head_arity :]) * atoms
     return total
 
 
 def auto_choice(checked: Checked, worlds: list[GroundWorld]) -> str:
-    """``subgraph="auto"``: "whole" where no world's :func:`unpruned` substitutions pass SUBGRAPH_ABOVE,
-    "sample" where one passes SUBGRAPH_TRY, else "try" (lower the whole worlds and sample only where the
-    work, index entries x steps, passes SUBGRAPH_WORK: joins prune most substitutions of a sparse world)."""
-    most = max((unpruned(checked, w) for w in worlds), default=0) if checked.learned else 0
-    return "whole" if most <= SUBGRAPH_ABOVE else "sample" if most > SUBGRAPH_TRY else "try"
+    """``subgraph="auto"``: "whole" where no world's :func:`unpruned` substitutions pass SUBGRAPH_ABOVE and none's
+    index entries pass SUBGRAPH_WORK (a few substitutions with many candidate atoms each can cost as much as
+    many with few), "sample" where a world's substitutions pass SUBGRAPH_TRY, else "try" (lower the whole
+    worlds and sample only where the work, index entries x steps, passes SUBGRAPH_WORK: joins prune most
+    substitutions of a sparse world)."""
+    if not checked.learned:
+        return "whole"
+    most = max((unpruned(checked, w) for w in worlds), default=0)
+    if most > SUBGRAPH_TRY:
+        return "sample"
+    entries = max((unpruned(checked, w, weighed=True) for w in worlds), default=0)
+    return "whole" if most <= SUBGRAPH_ABOVE and entries <= SUBGRAPH_WORK else "try"
 
 
 def auto_entities(checked: Checked) -> int:
     """The constants of an automatic subgraph: those whose grid is about SUBGRAPH_GRID at the learned
-    predicates' most variables."""
+    predicates' most variables, fewer where a predicate's grid times its candidate atoms would pass
+    SUBGRAPH_ENTRIES."""
     most = max(len(spec.var_types) for spec in checked.learned.values())
-    return max(MIN_ENTITIES, int(round(SUBGRAPH_GRID ** (1 / most))))
+    entities = round(SUBGRAPH_GRID ** (1 / most))
+    for spec in checked.learned.values():
+        atoms = max(len(input_list(spec, checked).atoms), 1)
+        entities = min(entities, round((SUBGRAPH_ENTRIES / atoms) ** (1 / len(spec.var_types))))
+    return max(MIN_ENTITIES, entities)
 
 
 def constants(world: GroundWorld) -> np.ndarray:

@@ -12,7 +12,7 @@ from nlndl import api
 from nlndl.cli import app
 from nlndl.compiler import compile_sketch, ground_sketch
 from nlndl.compiler.subgraph import GROW_NEIGHBOURS, auto_choice, auto_entities, unpruned
-from nlndl.defaults import SUBGRAPH_ABOVE, SUBGRAPH_GRID, SUBGRAPH_TRY, SUBGRAPH_WORK
+from nlndl.defaults import SUBGRAPH_ABOVE, SUBGRAPH_ENTRIES, SUBGRAPH_GRID, SUBGRAPH_TRY, SUBGRAPH_WORK
 from nlndl.verify import clingo_score
 
 runner = CliRunner()
@@ -43,6 +43,7 @@ def test_auto_trains_every_bundled_task_on_its_whole_worlds():
     for sketch in sketches:
         grounded = ground_sketch(sketch)
         assert max(unpruned(grounded.checked, w) for w in grounded.worlds) <= SUBGRAPH_ABOVE, sketch
+        assert max(unpruned(grounded.checked, w, weighed=True) for w in grounded.worlds) <= SUBGRAPH_WORK, sketch
         assert auto_choice(grounded.checked, grounded.worlds) == "whole"
     assert not compile_sketch(EXAMPLES / "sorting" / "sketch.dl", subgraph="auto").whole
 
@@ -55,6 +56,33 @@ def test_auto_samples_a_large_world_down_to_the_grid_it_aims_at(two_trees):
     (whole,) = compile_sketch(two_trees, subgraph="auto").whole
     assert (whole.sampled, whole.entities) == (64, 200)
     assert not compile_sketch(two_trees, subgraph=None).whole
+
+
+def test_auto_weighs_substitutions_by_their_candidate_atoms(tmp_path):
+    """Four variables over 30 people: 810,000 unpruned substitutions, below SUBGRAPH_ABOVE, but with 51
+    candidate atoms each more index entries than SUBGRAPH_WORK: the whole world is lowered and measured
+    ("try"), and the subgraph is cut to fewer constants than the grid alone would give."""
+    people = [f"p{i}" for i in range(30)]
+    lines = [
+        ".decl parent(a: symbol, b: symbol)",
+        ".decl sibling(a: symbol, b: symbol)",
+        ".decl male(a: symbol)",
+        ".decl uncle(a: symbol, b: symbol)",
+        ".learn uncle(vars=4)",
+        ".closed uncle",
+    ]
+    lines += [f'parent("{people[i // 2]}", "{p}").' for i, p in enumerate(people) if i]
+    lines += [f'male("{p}").' for p in people[::2]]
+    lines += [f'sibling("{people[i]}", "{people[i + 1]}").' for i in range(1, 29, 2)]
+    lines += ['.pos uncle("p3", "p4").']
+    (tmp_path / "sketch.dl").write_text("\n".join(lines) + "\n")
+    grounded = ground_sketch(tmp_path / "sketch.dl")
+    world = grounded.worlds[0]
+    assert unpruned(grounded.checked, world) == 30**4 <= SUBGRAPH_ABOVE
+    assert unpruned(grounded.checked, world, weighed=True) == 51 * 30**4 > SUBGRAPH_WORK
+    assert auto_choice(grounded.checked, grounded.worlds) == "try"
+    entities = auto_entities(grounded.checked)
+    assert entities == round((SUBGRAPH_ENTRIES / 51) ** (1 / 4)) == 20 < round(SUBGRAPH_GRID ** (1 / 4))
 
 
 def test_auto_keeps_a_sparse_world_whole_when_joins_prune_it(tmp_path):

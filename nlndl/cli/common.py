@@ -17,7 +17,15 @@ import typer
 from rich.console import Console
 from typer.core import TyperGroup
 
-from nlndl.defaults import CLASS_WEIGHTS, LAYOUTS, SUBGRAPH_GRID, SUBGRAPH_MIN, SUBGRAPH_WORK, TRAIN_MEMORY
+from nlndl.defaults import (
+    CLASS_WEIGHTS,
+    LAYOUTS,
+    SUBGRAPH_ENTRIES,
+    SUBGRAPH_GRID,
+    SUBGRAPH_MIN,
+    SUBGRAPH_WORK,
+    TRAIN_MEMORY,
+)
 from nlndl.errors import NlndlError
 from nlndl.output import OutputDir, check_writable, parse_size, write_json
 
@@ -257,7 +265,8 @@ SubgraphOption = Annotated[
         help="Train on a subgraph of each world: this many constants, reached over the facts from drawn positive "
         "examples (seeded), grown from the counterexamples until the rules hold on the whole world, where they "
         f"are verified. auto: a subgraph only where a world's training work (index entries x steps) would pass "
-        f"{SUBGRAPH_WORK:,} (about {SUBGRAPH_GRID:,} substitutions in the subgraph); none: the whole worlds.",
+        f"{SUBGRAPH_WORK:,} (about {SUBGRAPH_GRID:,} substitutions in the subgraph, fewer where they would hold more "
+        f"than {SUBGRAPH_ENTRIES:,} index entries); none: the whole worlds.",
     ),
 ]
 KGSubgraphOption = Annotated[
