@@ -18,14 +18,23 @@ import math
 
 import numpy as np
 
-from nlndl.compiler.check import Checked
-from nlndl.compiler.ground import GroundWorld, input_list, readable, world_domains
+from nlndl.compiler.check import Checked, LearnSpec
+from nlndl.compiler.ground import GroundWorld, count_inputs, input_list, readable, world_domains
 from nlndl.compiler.ir import WholeWorld
+from nlndl.compiler.lowering import MAX_INPUTS
 from nlndl.defaults import SUBGRAPH_ABOVE, SUBGRAPH_ENTRIES, SUBGRAPH_GRID, SUBGRAPH_TRY, SUBGRAPH_WORK
 from nlndl.defaults import SUBGRAPH_MIN as MIN_ENTITIES
 
 GROW_EXAMPLES = 8  # counterexamples whose constants one growth step adds (drawn with the seed)
 GROW_NEIGHBOURS = 4  # neighbours of each such constant added with it (the first by constant id)
+
+
+def candidate_atoms(spec: LearnSpec, checked: Checked) -> int:
+    """A learned predicate's candidate body atoms (:func:`~nlndl.compiler.ground.input_list`), never enumerated
+    past MAX_INPUTS: there the bound of ``count_inputs``, as lowering refuses such a predicate before it
+    enumerates them."""
+    bound = count_inputs(spec, checked)
+    return bound if bound > MAX_INPUTS else len(input_list(spec, checked).atoms)
 
 
 def unpruned(checked: Checked, world: GroundWorld, weighed: bool = False) -> int:
@@ -37,7 +46,7 @@ def unpruned(checked: Checked, world: GroundWorld, weighed: bool = False) -> int
     for name, spec in checked.learned.items():
         sizes = [len(world.domains[t]) for t in spec.var_types]
         heads = math.prod(sizes[: spec.head_arity]) if name in closed else sum(e[0] == name for e in world.examples)
-        atoms = len(input_list(spec, checked).atoms) if weighed else 1
+        atoms = candidate_atoms(spec, checked) if weighed else 1
         total += heads * math.prod(sizes[spec.head_arity :]) * atoms
     return total
 
@@ -64,7 +73,7 @@ def auto_entities(checked: Checked) -> int:
     most = max(len(spec.var_types) for spec in checked.learned.values())
     entities = round(SUBGRAPH_GRID ** (1 / most))
     for spec in checked.learned.values():
-        atoms = max(len(input_list(spec, checked).atoms), 1)
+        atoms = max(candidate_atoms(spec, checked), 1)
         entities = min(entities, round((SUBGRAPH_ENTRIES / atoms) ** (1 / len(spec.var_types))))
     return max(MIN_ENTITIES, entities)
 

@@ -12,7 +12,7 @@ from nlndl import api
 from nlndl.cli import app
 from nlndl.compiler import compile_sketch, ground_sketch
 from nlndl.compiler.subgraph import GROW_NEIGHBOURS, auto_choice, auto_entities, unpruned
-from nlndl.defaults import SUBGRAPH_ABOVE, SUBGRAPH_ENTRIES, SUBGRAPH_GRID, SUBGRAPH_TRY, SUBGRAPH_WORK
+from nlndl.defaults import SUBGRAPH_ABOVE, SUBGRAPH_ENTRIES, SUBGRAPH_GRID, SUBGRAPH_MIN, SUBGRAPH_TRY, SUBGRAPH_WORK
 from nlndl.verify import clingo_score
 
 runner = CliRunner()
@@ -83,6 +83,27 @@ def test_auto_weighs_substitutions_by_their_candidate_atoms(tmp_path):
     assert auto_choice(grounded.checked, grounded.worlds) == "try"
     entities = auto_entities(grounded.checked)
     assert entities == round((SUBGRAPH_ENTRIES / 51) ** (1 / 4)) == 20 < round(SUBGRAPH_GRID ** (1 / 4))
+
+
+def test_auto_never_enumerates_candidate_atoms_that_lowering_refuses(tmp_path, monkeypatch):
+    """32 variables over a quaternary relation: over a million candidate atoms, which lowering refuses before
+    enumerating them; auto sizes its subgraph by their bound instead of listing them."""
+    import nlndl.compiler.subgraph as subgraph
+
+    (tmp_path / "s.dl").write_text(
+        ".decl e(a: symbol, b: symbol, c: symbol, d: symbol)\ne(a, b, c, d).\n"
+        ".decl p(x: symbol, y: symbol)\n.learn p(vars=32)\n.pos p(a, b).\n"
+    )
+    grounded = ground_sketch(tmp_path / "s.dl")
+    (spec,) = grounded.checked.learned.values()
+
+    def refused(*args):
+        raise AssertionError("candidate atoms enumerated")
+
+    monkeypatch.setattr(subgraph, "input_list", refused)
+    assert subgraph.candidate_atoms(spec, grounded.checked) == 1_049_600
+    assert auto_choice(grounded.checked, grounded.worlds) == "sample"  # 4^30 unpruned substitutions
+    assert auto_entities(grounded.checked) == SUBGRAPH_MIN
 
 
 def test_auto_keeps_a_sparse_world_whole_when_joins_prune_it(tmp_path):
