@@ -8,7 +8,10 @@ with s any relation of the graph read either way (s(d, X) too). Path clauses rel
 graph; these say which answers an entity's own edges make likely (a person with a film credit is probably an
 actor), which no clause without constants can express. Each one's confidence is AnyBURL's: the known r
 triples it derives over the entities its body holds for, plus ``UNSEEN`` (so that a rule seen once does not
-outrank one seen a hundred times). They are counted, not learned: one sparse product per relation.
+outrank one seen a hundred times). A dangling rule (``s(X, _)``) says only what kind of entity X is, so in a
+candidate's score it counts at ``DANGLING`` of its confidence, as PyClause weighs AnyBURL's: it orders the
+candidates the other rules leave tied instead of lifting every candidate of that kind. They are counted, not
+learned: one sparse product per relation.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from nlndl.ranking import Reduced, merge, top_of_levels, top_of_rows
 
 UNSEEN = 5  # AnyBURL's pessimistic correction: confidence = correct / (predicted + UNSEEN)
 MIN_CORRECT = 2  # known triples a rule must derive to be kept (AnyBURL's default)
+DANGLING = 0.01  # a dangling rule's weight in a score: its confidence times this (PyClause's for AnyBURL's U_d rules)
 
 
 @dataclass
@@ -90,12 +94,16 @@ class Side:
         )
         return cls(open_, closed, bodies.open_count, bodies.closed_count)
 
-    def confidences(self) -> tuple[sparse.csr_matrix, sparse.csr_matrix]:
-        """(open, closed) confidence tables: correct / (predicted + UNSEEN)."""
+    def confidences(self, dangling: float = 1.0) -> tuple[sparse.csr_matrix, sparse.csr_matrix]:
+        """(open, closed) confidence tables: correct / (predicted + UNSEEN), the open (dangling) rules' times
+        ``dangling``."""
         out = []
-        for correct, predicted in ((self.open, self.open_predicted), (self.closed, self.closed_predicted)):
+        for weight, correct, predicted in (
+            (dangling, self.open, self.open_predicted),
+            (1.0, self.closed, self.closed_predicted),
+        ):
             conf = correct.tocoo()
-            conf.data = conf.data / (predicted[conf.row] + UNSEEN)
+            conf.data = weight * conf.data / (predicted[conf.row] + UNSEEN)
             out.append(conf.tocsr())
         return out[0], out[1]
 
@@ -145,14 +153,14 @@ class ConstantRules:
 class Scorer:
     """The rules with a constant that answer a query ``r(e, ?)`` or ``r(?, e)``, per candidate: those whose
     body holds for e (constant c the candidate), and those whose constant is e (applied to every entity their
-    body holds for)."""
+    body holds for). A dangling rule counts at ``DANGLING`` of its confidence, here and in :meth:`explain`."""
 
     def __init__(self, bodies: Bodies, rules: ConstantRules) -> None:
         self.bodies = bodies
         self.columns = (bodies.open.tocsc(), bodies.closed)
         self.tables = {}
         for name, side in (("tails", rules.tails), ("heads", rules.heads)):
-            open_, closed = side.confidences()
+            open_, closed = side.confidences(DANGLING)
             self.tables[name] = (open_, closed, open_.T.tocsr(), closed.T.tocsr())
         # every confidence as its index among the distinct ones, for tables read by body (see reduced)
         found = [t.data for name in self.tables for t in self.tables[name][:2]]
@@ -195,9 +203,10 @@ class Scorer:
         return out
 
     def explain(self, entity: int, tail_asked: bool, candidate: int) -> list[tuple[tuple[str, int, int, bool], float]]:
-        """The rules that give ``candidate`` its score for the query about ``entity``, as (rule, confidence): a
-        rule is (side, body, constant c, closed), ``side`` "tails" for r(X, c) :- body(X), "heads" for
-        r(c, Y) :- body(Y), ``body`` an atom (open) or closed body; best first (see :meth:`text`)."""
+        """The rules that give ``candidate`` its score for the query about ``entity``, as (rule, confidence as
+        the score counts it: a dangling rule's times ``DANGLING``): a rule is (side, body, constant c, closed),
+        ``side`` "tails" for r(X, c) :- body(X), "heads" for r(c, Y) :- body(Y), ``body`` an atom (open) or
+        closed body; best first (see :meth:`text`)."""
         found = []
         asked, other = ("tails", "heads") if tail_asked else ("heads", "tails")
         open_, closed, _, _ = self.tables[asked]

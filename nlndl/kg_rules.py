@@ -527,20 +527,22 @@ def checked_relations(graph: Graph, relations: list[str] | None, directory: Path
 
 @dataclass
 class Prediction:
-    """One answer to a query: the entity, its score (max-aggregation), whether the graph already holds the
-    triple, and the clauses deriving it with their confidences, best first (the explanation)."""
+    """One answer to a query: the entity, its score (top-aggregation, :func:`nlndl.ranking.combined`), whether
+    the graph already holds the triple, and the rules deriving it, each with its confidence and the weight the
+    score gives it (1, or ``DANGLING`` for a dangling rule with a constant), best first by their product (the
+    explanation)."""
 
     entity: str
     score: float
     known: bool
-    rules: list[tuple[str, float]]
+    rules: list[tuple[str, float, float]]
 
     def to_json(self) -> dict[str, Any]:
         return {
             "entity": self.entity,
             "score": round(self.score, 6),
             "known": self.known,
-            "rules": [{"rule": text, "confidence": round(c, 4)} for text, c in self.rules],
+            "rules": [{"rule": text, "confidence": round(c, 4), "weight": w} for text, c, w in self.rules],
         }
 
 
@@ -559,7 +561,7 @@ def predict(
     a clause that restates one of them left to it, and rules with a constant (nlndl.constants). Each answer
     comes with the rules that derive it: every clause ranked, and of each kind of counted rule the
     ``EXPLAINED`` best. Answers are scored as ``bench kg`` ranks them (:func:`nlndl.ranking.combined`)."""
-    from nlndl.constants import ConstantRules, text
+    from nlndl.constants import DANGLING, ConstantRules, text
 
     sources = {str(a): str(b) for a, b in record["sources"].items()}
     clauses = [(rule_from_json(c["clause"]), float(c["confidence"]), c["rule"]) for c in record["clauses"]]
@@ -587,13 +589,12 @@ def predict(
     order = [int(i) for i in np.argsort(-scores, kind="stable") if scores[i] > 0][:k]
     out = []
     for other in order:
-        why = [(t, c) for row, c, t in rows if row[0, other]]
-        why += sorted(((t, c) for row, c, t in counted if row[0, other]), key=lambda tc: -tc[1])[:EXPLAINED]
-        why += [
-            (text(bodies, relation, rule, graph.entities), c) for rule, c in constants.explain(at, tail_asked, other)
-        ]
+        why = [(t, c, 1.0) for row, c, t in rows if row[0, other]]
+        why += sorted(((t, c, 1.0) for row, c, t in counted if row[0, other]), key=lambda tc: -tc[1])[:EXPLAINED]
+        for rule, counts in constants.explain(at, tail_asked, other):  # counts: the confidence as weighed
+            weight = 1.0 if rule[3] else DANGLING
+            why.append((text(bodies, relation, rule, graph.entities), counts / weight, weight))
         pair = (at, other) if tail_asked else (other, at)
-        out.append(
-            Prediction(graph.entities[other], float(scores[other]), pair in known, sorted(why, key=lambda tc: -tc[1]))
-        )
+        why.sort(key=lambda tcw: -tcw[1] * tcw[2])
+        out.append(Prediction(graph.entities[other], float(scores[other]), pair in known, why))
     return out

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import sparse
 
-from nlndl.constants import MIN_CORRECT, UNSEEN, Bodies, ConstantRules, listing, text
+from nlndl.constants import DANGLING, MIN_CORRECT, UNSEEN, Bodies, ConstantRules, listing, text
 from nlndl.ranking import TOP
 
 N = 9
@@ -51,9 +51,11 @@ def brute_rules(graph: dict[str, sparse.csr_matrix], target: str) -> dict[tuple,
 
 
 def brute_scores(graph, target, rules, entity: int, tail_asked: bool) -> np.ndarray:
-    """Per candidate, the best confidence of the rules deriving the pair it makes with ``entity``."""
+    """Per candidate, the best confidence of the rules deriving the pair it makes with ``entity``, a dangling
+    rule's (d None) weighed by DANGLING."""
     out = np.zeros(N)
-    for (side, relation, back, d, c), conf in rules.items():
+    for (side, relation, back, d, c), full in rules.items():
+        conf = full * DANGLING if d is None else full
         for cand in range(N):
             head, tail = (entity, cand) if tail_asked else (cand, entity)
             x, constant = (head, tail) if side == "tails" else (tail, head)

@@ -18,6 +18,7 @@ from nlndl.cli import app
 from nlndl.compiler.crisp import BodyAtom, Rule, evaluate
 from nlndl.compiler.diagnostics import Diagnostics
 from nlndl.compiler.triples import QUERY_SHARE, kg_sketch, query_split, read_splits, standard_layout
+from nlndl.constants import DANGLING
 from nlndl.kg_rules import Graph, KGConfig, PoolJudge, chain, counted_floor, learn_relation, restates, rule_pairs
 from nlndl.ranking import aggregate
 
@@ -215,7 +216,7 @@ def test_kg_predict_leaves_a_clause_that_restates_a_counted_path_to_the_counted_
     (out / "rules.json").write_text(json.dumps(record))
     after = best()
     assert after["score"] == before["score"] and after["rules"] == before["rules"]
-    assert {"rule": "aunt(X,Y) :- sister(X,A), parent(A,Y)", "confidence": 0.7} in after["rules"]
+    assert {"rule": "aunt(X,Y) :- sister(X,A), parent(A,Y)", "confidence": 0.7, "weight": 1.0} in after["rules"]
 
 
 def test_bench_kg_reads_the_standard_layout_and_reports_both_aggregations(tmp_path):
@@ -266,7 +267,10 @@ def test_rules_with_a_constant_are_written_and_explain_predictions(tmp_path):
     lines, answer = train_and_ask(films(tmp_path / "films", writers=3), "profession", "profession(p10, ?)", tmp_path)
     assert "11\t8\t0.500000\tprofession(X,actor) <= acted_in(X,A)" in lines, lines[:5]
     assert answer["entity"] == "actor" and not answer["known"]
-    assert {"rule": 'profession(X, "actor") :- acted_in(X, _)', "confidence": 0.5} in answer["rules"]
+    dangling = {"rule": 'profession(X, "actor") :- acted_in(X, _)', "confidence": 0.5, "weight": DANGLING}
+    assert dangling in answer["rules"], "listed with its confidence and the weight the score gives it"
+    weighed = [r["confidence"] * r["weight"] for r in answer["rules"]]
+    assert weighed == sorted(weighed, reverse=True)
 
 
 def test_a_clause_holding_its_own_head_in_the_body_restates_the_known_triples():
@@ -316,7 +320,7 @@ def test_counted_paths_of_three_atoms_rank_beside_the_clauses_and_explain_predic
     lines, answer = train_and_ask(directory, "r", "r(x8, ?)", tmp_path)
     assert "10\t8\t0.800000\tr(X,Y) <= p(X,A), q(A,B), s(B,Y)" in lines, lines[:5]
     assert answer["entity"] == "y8" and not answer["known"]
-    assert {"rule": "r(X,Y) :- p(X,A), q(A,B), s(B,Y)", "confidence": 0.8} in answer["rules"]
+    assert {"rule": "r(X,Y) :- p(X,A), q(A,B), s(B,Y)", "confidence": 0.8, "weight": 1.0} in answer["rules"]
 
 
 def test_a_relations_sketch_compiles_the_same_from_its_nodes_as_from_its_text(tmp_path):

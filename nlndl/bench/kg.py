@@ -28,7 +28,7 @@ from scipy import sparse
 
 from nlndl import paths
 from nlndl.compiler.triples import QUERY_SHARE, SPLITS, split_path, standard_layout
-from nlndl.constants import MIN_CORRECT, UNSEEN, ConstantRules
+from nlndl.constants import DANGLING, MIN_CORRECT, UNSEEN, ConstantRules
 from nlndl.distributed import gather, process_rank, share
 from nlndl.errors import JobError
 from nlndl.kg_rules import (
@@ -86,7 +86,8 @@ def protocol(directory: Path) -> dict[str, str]:
         "the baseline's rules, and ranked with nlndl's clauses (those no clause restates)",
         "constants": f"rules r(X, c) :- s(X, d) and r(X, c) :- s(X, _) (and r(c, Y) ...), s any relation either way, "
         f"mined on the same triples: kept where they derive at least {MIN_CORRECT} known triples, confidence "
-        f"correct / (predicted + {UNSEEN})",
+        f"correct / (predicted + {UNSEEN}); a dangling rule (s(X, _)) counts at {DANGLING} of its confidence in a "
+        "score",
     }
 
 

@@ -290,8 +290,9 @@ def bench_kg(
     quiet: QuietOption = False,
 ) -> None:
     """Knowledge-graph completion on test.txt (filtered MRR, Hits@1/10, both directions, mean-rank ties): the
-    path-rule baseline and nlndl's learned clauses, each ranking by rule confidence (max-aggregation, and
-    noisy-or beside it), side by side. Reads the Neural LP layout and the standard one (train/valid/test)."""
+    path-rule baseline (by max-aggregation) and nlndl's learned clauses with the counted rules (by
+    top-aggregation), side by side, other aggregations beside them. Reads the Neural LP layout and the standard
+    one (train/valid/test)."""
     from nlndl.bench import kg
     from nlndl.kg_rules import Graph, KGConfig, checked_relations
 

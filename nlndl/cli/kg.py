@@ -167,7 +167,7 @@ def kg_predict_command(
     json_out: JsonOption = False,
 ) -> None:
     """The best answers to a query by the learned clauses and the rules with a constant, each with the rules
-    that derive it and their confidences (the explanation), ranked as bench kg ranks (max-aggregation); known
+    that derive it and their confidences (the explanation), ranked as bench kg ranks (top-aggregation); known
     triples are marked."""
     from nlndl.jobs import kg as kg_jobs
 
@@ -184,7 +184,8 @@ def kg_predict_command(
     for rank, answer in enumerate(answers, start=1):
         known = "  (known)" if answer.known else ""
         typer.echo(f"{rank:>3}. {answer.entity}  {answer.score:.4f}{known}")
-        for text, conf in answer.rules[:3]:
-            typer.echo(f"       {conf:.3f}  {text}")
+        for text, conf, weight in answer.rules[:3]:
+            weighed = "" if weight == 1 else f" x {weight:g}"  # a dangling rule: counts at weight x confidence
+            typer.echo(f"       {conf:.3f}{weighed}  {text}")
         if len(answer.rules) > 3:
             typer.echo(f"       ... and {len(answer.rules) - 3} more rules")
