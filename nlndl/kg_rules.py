@@ -592,7 +592,8 @@ def predict(
         why = [(t, c, 1.0) for row, c, t in rows if row[0, other]]
         why += sorted(((t, c, 1.0) for row, c, t in counted if row[0, other]), key=lambda tc: -tc[1])[:EXPLAINED]
         for rule, counts in constants.explain(at, tail_asked, other):  # counts: the confidence as weighed
-            weight = 1.0 if rule[3] else DANGLING
+            _, _, _, closed = rule
+            weight = 1.0 if closed else DANGLING
             why.append((text(bodies, relation, rule, graph.entities), counts / weight, weight))
         pair = (at, other) if tail_asked else (other, at)
         why.sort(key=lambda tcw: -tcw[1] * tcw[2])
