@@ -94,21 +94,27 @@ class Side:
         )
         return cls(open_, closed, bodies.open_count, bodies.closed_count)
 
-    def confidences(self, dangling: float = 1.0) -> tuple[sparse.csr_matrix, sparse.csr_matrix]:
-        """(open, closed) confidence tables: correct / (predicted + UNSEEN), the open (dangling) rules' times
-        ``dangling``."""
+    def weighed(self) -> tuple[sparse.csr_matrix, sparse.csr_matrix]:
+        """(open, closed) tables of each rule's confidence, correct / (predicted + UNSEEN), times its
+        :func:`weight`: what a score counts."""
         out = []
-        for weight, correct, predicted in (
-            (dangling, self.open, self.open_predicted),
-            (1.0, self.closed, self.closed_predicted),
+        for closed, correct, predicted in (
+            (False, self.open, self.open_predicted),
+            (True, self.closed, self.closed_predicted),
         ):
             conf = correct.tocoo()
-            conf.data = weight * conf.data / (predicted[conf.row] + UNSEEN)
+            conf.data = weight(closed) * conf.data / (predicted[conf.row] + UNSEEN)
             out.append(conf.tocsr())
         return out[0], out[1]
 
     def count(self) -> int:
         return int(self.open.nnz + self.closed.nnz)
+
+
+def weight(closed: bool) -> float:
+    """The share of a rule's confidence that a score counts: 1 for a closed body s(X, d), ``DANGLING`` for a
+    dangling one s(X, _)."""
+    return 1.0 if closed else DANGLING
 
 
 def _spans(indptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -160,7 +166,7 @@ class Scorer:
         self.columns = (bodies.open.tocsc(), bodies.closed)
         self.tables = {}
         for name, side in (("tails", rules.tails), ("heads", rules.heads)):
-            open_, closed = side.confidences(DANGLING)
+            open_, closed = side.weighed()
             self.tables[name] = (open_, closed, open_.T.tocsr(), closed.T.tocsr())
         # every confidence as its index among the distinct ones, for tables read by body (see reduced)
         found = [t.data for name in self.tables for t in self.tables[name][:2]]

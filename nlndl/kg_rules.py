@@ -561,7 +561,7 @@ def predict(
     a clause that restates one of them left to it, and rules with a constant (nlndl.constants). Each answer
     comes with the rules that derive it: every clause ranked, and of each kind of counted rule the
     ``EXPLAINED`` best. Answers are scored as ``bench kg`` ranks them (:func:`nlndl.ranking.combined`)."""
-    from nlndl.constants import DANGLING, ConstantRules, text
+    from nlndl.constants import ConstantRules, text, weight
 
     sources = {str(a): str(b) for a, b in record["sources"].items()}
     clauses = [(rule_from_json(c["clause"]), float(c["confidence"]), c["rule"]) for c in record["clauses"]]
@@ -593,8 +593,8 @@ def predict(
         why += sorted(((t, c, 1.0) for row, c, t in counted if row[0, other]), key=lambda tc: -tc[1])[:EXPLAINED]
         for rule, counts in constants.explain(at, tail_asked, other):  # counts: the confidence as weighed
             _, _, _, closed = rule
-            weight = 1.0 if closed else DANGLING
-            why.append((text(bodies, relation, rule, graph.entities), counts / weight, weight))
+            share = weight(closed)
+            why.append((text(bodies, relation, rule, graph.entities), counts / share, share))
         pair = (at, other) if tail_asked else (other, at)
         why.sort(key=lambda tcw: -tcw[1] * tcw[2])
         out.append(Prediction(graph.entities[other], float(scores[other]), pair in known, why))
