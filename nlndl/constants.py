@@ -22,7 +22,7 @@ import numpy as np
 from scipy import sparse
 
 from nlndl.compiler.join import sorted_unique
-from nlndl.ranking import Reduced, merge, top_of_levels, top_of_rows
+from nlndl.ranking import Reduced, log_misses, merge, top_of_levels, top_of_rows
 
 UNSEEN = 5  # AnyBURL's pessimistic correction: confidence = correct / (predicted + UNSEEN)
 MIN_CORRECT = 2  # known triples a rule must derive to be kept (AnyBURL's default)
@@ -171,6 +171,7 @@ class Scorer:
         # every confidence as its index among the distinct ones, for tables read by body (see reduced)
         found = [t.data for name in self.tables for t in self.tables[name][:2]]
         self.values = sorted_unique(np.concatenate(found)) if found else np.zeros(0)
+        self.log_values = log_misses(self.values)
         self.levels = {
             (name, k): np.searchsorted(self.values, self.tables[name][k].data) for name in self.tables for k in (0, 1)
         }
@@ -186,7 +187,7 @@ class Scorer:
             at = _spans(table.indptr, held)  # the rules of the bodies that hold for entity: c the candidate
             candidates.append(table.indices[at])
             levels.append(self.levels[asked, k][at])
-        found = top_of_levels(np.concatenate(candidates), np.concatenate(levels), self.values)
+        found = top_of_levels(np.concatenate(candidates), np.concatenate(levels), self.values, self.log_values)
         # the rules whose constant is entity, applied to every entity their body holds for: many entities each,
         # so taken as columns of the body incidence, best rule first
         columns, conf = [], []

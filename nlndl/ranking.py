@@ -171,27 +171,24 @@ def top_of(candidates: np.ndarray, confidences: np.ndarray) -> Reduced:
     """(each candidate once, ascending; its ``TOP`` best confidences, best first; the sum of log(1 - c) over
     all of them) from one entry per rule deriving a candidate."""
     values = sorted_unique(confidences)
-    width = np.int64(max(values.size, 1))
-    if candidates.size and int(candidates.max()) >= np.iinfo(np.int64).max // width:  # no room for one key
-        order = np.lexsort((-confidences, candidates))
-        return _top_sorted(candidates[order], confidences[order])
-    # one sort of integer keys, candidate then confidence best first (a lexsort of two keys takes twice as long)
-    # sorted runs (each rule's pairs, each reduction's) are merged by a stable sort rather than sorted anew
-    key = candidates.astype(np.int64) * width + (width - 1 - np.searchsorted(values, confidences))
-    key.sort(kind="stable")
-    return _top_sorted(key // width, values[width - 1 - key % width])
+    return _sorted_levels(candidates, np.searchsorted(values, confidences), values, log_misses(values))
 
 
-def top_of_levels(candidates: np.ndarray, levels: np.ndarray, values: np.ndarray) -> Reduced:
-    """:func:`top_of` of confidences given as indices ``levels`` into ``values`` (distinct, ascending): the
-    many rules of a query with a constant. One sort of integers rather than by two keys, and of many entries
-    only those that can be among their candidate's best: each candidate's entries are counted in ``BUCKETS``
-    bands of confidence, and a band is kept only while fewer than ``TOP`` entries lie above it."""
+def top_of_levels(
+    candidates: np.ndarray, levels: np.ndarray, values: np.ndarray, log_values: np.ndarray | None = None
+) -> Reduced:
+    """:func:`top_of` of confidences given as indices ``levels`` into ``values`` (distinct, ascending;
+    ``log_values`` their :func:`log_misses`, computed here if not given): the many rules of a query with a
+    constant. Of many entries only those that can be among their candidate's best are sorted: each
+    candidate's entries are counted in ``BUCKETS`` bands of confidence, and a band is kept only while fewer
+    than ``TOP`` entries lie above it."""
     if not candidates.size:
-        return _top_sorted(candidates, np.zeros(0))
+        return np.zeros(0, np.int64), np.zeros((0, TOP)), np.zeros(0)
+    if log_values is None:
+        log_values = log_misses(values)
     candidates = candidates.astype(np.int64)
     size = int(candidates.max()) + 1
-    log_miss = np.bincount(candidates, log_misses(values[levels]), minlength=size)
+    log_miss = np.bincount(candidates, log_values[levels], minlength=size)
     if candidates.size > 4 * size:
         band = levels.astype(np.int64) * BUCKETS // max(values.size, 1)
         counts = np.bincount(candidates * BUCKETS + band, minlength=size * BUCKETS).reshape(size, BUCKETS)
@@ -199,24 +196,43 @@ def top_of_levels(candidates: np.ndarray, levels: np.ndarray, values: np.ndarray
         above[:, :-1] = np.cumsum(counts[:, :0:-1], axis=1)[:, ::-1]
         kept = above[candidates, band] < TOP
         candidates, levels = candidates[kept], levels[kept]
-    width = np.int64(values.size)
-    key = np.sort(candidates * width + (width - 1 - levels))
-    found, top, _ = _top_sorted(key // width, values[width - 1 - key % width])
+    found, top, _ = _sorted_levels(candidates, levels, values)
     return found, top, log_miss[found]
 
 
-def _top_sorted(candidates: np.ndarray, confidences: np.ndarray) -> Reduced:
-    """:func:`top_of` of entries already in order: by candidate, then best first."""
-    if not candidates.size:
-        return candidates, np.zeros((0, TOP)), np.zeros(0)
-    starts = np.flatnonzero(np.concatenate([[True], candidates[1:] != candidates[:-1]]))
-    group = np.repeat(np.arange(starts.size), np.diff(np.append(starts, candidates.size)))
-    place = np.arange(candidates.size) - starts[group]
+def _sorted_levels(
+    candidates: np.ndarray, levels: np.ndarray, values: np.ndarray, log_values: np.ndarray | None = None
+) -> Reduced:
+    """:func:`top_of` of entries given as levels (see :func:`top_of_levels`), by one sort of integer keys,
+    candidate then best first (a lexsort of two keys takes twice as long; sorted runs, such as each rule's
+    pairs, are merged by a stable sort rather than sorted anew); the log-miss only with ``log_values``
+    (zeros otherwise)."""
+    width = np.int64(max(values.size, 1))
+    if candidates.size and int(candidates.max()) >= np.iinfo(np.int64).max // width:  # no room for one key
+        order = np.lexsort((-levels, candidates))
+        candidates, levels = candidates[order], levels[order]
+    else:
+        key = candidates.astype(np.int64) * width + (width - 1 - levels)
+        key.sort(kind="stable")
+        candidates, levels = key // width, width - 1 - key % width
+    starts = _runs(candidates)
     top = np.zeros((starts.size, TOP))
-    kept = place < TOP
-    top[group[kept], place[kept]] = confidences[kept]
-    log_miss = np.add.reduceat(log_misses(confidences), starts)
-    return candidates[starts], top, log_miss
+    sizes = np.diff(starts, append=candidates.size)
+    has = np.arange(starts.size)
+    for place in range(TOP):  # each candidate's entries come best first: its best are its first TOP
+        has = has[sizes[has] > place]
+        top[has, place] = values[levels[starts[has] + place]]
+    if log_values is None or not starts.size:
+        return candidates[starts], top, np.zeros(starts.size)
+    return candidates[starts], top, np.add.reduceat(log_values[levels], starts)
+
+
+def _runs(ordered: np.ndarray) -> np.ndarray:
+    """Where each run of equal values of a sorted array starts."""
+    new = np.empty(ordered.size, dtype=bool)
+    new[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    return np.flatnonzero(new)
 
 
 def top_of_rows(rules: sparse.csr_matrix, confidences: np.ndarray) -> Reduced:
@@ -239,46 +255,53 @@ def merge(*parts: Reduced) -> Reduced:
     """One :data:`Reduced` of candidates from several, as if their rules had been aggregated together: each
     candidate's best confidences of every part side by side, sorted, the best ``TOP`` kept."""
     parts = tuple(p for p in parts if p[0].size)
-    if len(parts) <= 1:
-        return parts[0] if parts else (np.zeros(0, np.int64), np.zeros((0, TOP)), np.zeros(0))
-    merged = np.concatenate([candidates for candidates, _, _ in parts])
-    merged.sort(kind="stable")  # sorted runs: merged, not sorted anew
-    merged = merged[np.concatenate([[True], merged[1:] != merged[:-1]])]
-    places = [np.searchsorted(merged, candidates) for candidates, _, _ in parts]
-    shared = np.bincount(np.concatenate(places), minlength=merged.size) > 1  # rows that more than one part has
-    row = np.cumsum(shared) - 1  # a shared candidate's row among the shared
-    out = np.zeros((merged.size, TOP))
-    side = np.zeros((int(shared.sum()), TOP * len(parts)))
-    log_miss = np.zeros(merged.size)
-    for k, ((_, top, miss), at) in enumerate(zip(parts, places, strict=True)):
-        both = shared[at]
-        out[at[~both]] = top[~both]
-        side[row[at[both]], k * TOP : (k + 1) * TOP] = top[both]
-        log_miss[at] += miss
+    if not parts:
+        return np.zeros(0, np.int64), np.zeros((0, TOP)), np.zeros(0)
+    out = parts[0]
+    for part in parts[1:]:
+        out = _merge_two(out, part)
+    return out
+
+
+def _merge_two(first: Reduced, second: Reduced) -> Reduced:
+    """:func:`merge` of two: the second's candidates found among the first's by a binary search (both are
+    ascending), the shared ones' best confidences combined, the others inserted where they sort."""
+    (a, top_a, miss_a), (b, top_b, miss_b) = first, second
+    at = np.searchsorted(a, b)
+    shared = at < a.size
+    shared[shared] = a[at[shared]] == b[shared]
+    rows = at[shared]  # the shared candidates' rows in the first
+    top, log_miss = top_a.copy(), miss_a.copy()
+    side = np.concatenate([top_a[rows], top_b[shared]], axis=1)
     side.sort(axis=1)
-    out[shared] = side[:, ::-1][:, :TOP]
-    return merged, out, log_miss
+    top[rows] = side[:, : -TOP - 1 : -1]
+    log_miss[rows] += miss_b[shared]
+    new = ~shared
+    where = at[new]
+    return (
+        np.insert(a, where, b[new]),
+        np.insert(top, where, top_b[new], axis=0),
+        np.insert(log_miss, where, miss_b[new]),
+    )
 
 
 class Aggregate:
     """The rules deriving each (head, tail), taken in rule by rule, so that no more than a buffer of derived
     pairs is held: per pair its ``TOP`` best confidences and the noisy-or of all (all that :func:`combined`
-    reads), reduced now and then. With ``rows`` and ``columns`` only those rows and columns are kept: the ones
-    a ranking reads (the heads and tails of the triples it asks about)."""
+    reads). The rules added are held as they come and folded now and then into that reduced state: reduced
+    among themselves, then merged with it, so that a fold reads the state's pairs once and never sorts them
+    again. With ``rows`` and ``columns`` only those rows and columns are kept: the ones a ranking reads (the
+    heads and tails of the triples it asks about)."""
 
-    BUFFER = 8_000_000  # derived pairs held before they are reduced
+    BUFFER = 8_000_000  # derived pairs of the rules added held before they are folded in
 
     def __init__(self, shape: tuple[int, int], rows: np.ndarray | None = None, columns: np.ndarray | None = None):
         self.shape = shape
-        self.keys: list[np.ndarray] = []  # per rule added (then per level of the reduced top), its pairs
-        self.confidence: list[np.ndarray] = []
-        self.log_miss: list[np.ndarray] = []  # of the rules dropped from the top, per pair
-        self.miss_keys: list[np.ndarray] = []
-        self.held = 0
-        self.reduced_held = 0  # entries left by the last reduction
-        self.select = None
-        self.reduced: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # (keys, top, log_miss)
+        self.pending: list[tuple[np.ndarray, float]] = []  # the rules added since the last fold: keys, confidence
+        self.held = 0  # their pairs
+        self.reduced: Reduced = (np.zeros(0, np.int64), np.zeros((0, TOP)), np.zeros(0))  # keys ascending
         self.by_column: tuple[np.ndarray, np.ndarray] | None = None  # reduced keys' order by column, the columns
+        self.select = None
         if rows is not None and columns is not None:
             self.select = (_chosen(rows, shape[0]), _chosen(columns, shape[1]))
 
@@ -292,12 +315,8 @@ class Aggregate:
 
     def copy(self) -> Aggregate:
         """An aggregate of the same rules, which rules added later join apart from this one."""
-        self._reduce()
         out = Aggregate(self.shape)
-        out.select, out.held, out.reduced, out.by_column = self.select, self.held, self.reduced, self.by_column
-        out.reduced_held = self.reduced_held
-        out.keys, out.confidence = list(self.keys), list(self.confidence)
-        out.log_miss, out.miss_keys = list(self.log_miss), list(self.miss_keys)
+        out.select, out.reduced, out.by_column = self.select, self._reduce(), self.by_column
         return out
 
     def kept(self, pairs: Pairs) -> Pairs:
@@ -323,33 +342,22 @@ class Aggregate:
             part.sum_duplicates()
         keys = np.repeat(np.arange(part.shape[0], dtype=np.int64), np.diff(part.indptr)) * self.shape[1]
         keys += part.indices
-        self.keys.append(keys)
-        self.confidence.append(np.full(keys.size, float(confidence)))
+        self.pending.append((keys, float(confidence)))
         self.held += keys.size
-        self.reduced = None
-        # past the buffer, or half the reduced state as large again: a reduced state larger than the buffer
-        # is not reduced anew at each rule added
-        if self.held > self.reduced_held + max(self.BUFFER, self.reduced_held // 2):
+        self.by_column = None
+        # past the buffer, or half the reduced pairs: a fold reads all of them, so a large state waits for more
+        if self.held > max(self.BUFFER, self.reduced[0].size // 2):
             self._reduce()
 
-    def _reduce(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        if self.reduced is not None:
-            return self.reduced
-        keys = np.concatenate(self.keys) if self.keys else np.zeros(0, np.int64)
-        confidence = np.concatenate(self.confidence) if self.confidence else np.zeros(0)
-        unique, top, log_miss = top_of(keys, confidence)
-        if self.miss_keys:  # rules that an earlier reduction dropped from a pair's top: its noisy-or keeps them
-            at = np.searchsorted(unique, np.concatenate(self.miss_keys))
-            np.add.at(log_miss, at, np.concatenate(self.log_miss))
-        # kept as entries again: the top per pair, and what the rest add to its noisy-or
-        levels = top > 0
-        self.keys = [np.repeat(unique, levels.sum(axis=1))]
-        self.confidence = [top[levels]]
-        self.miss_keys = [unique]
-        self.log_miss = [log_miss - log_misses(top).sum(axis=1)]
-        self.held = self.reduced_held = self.keys[0].size
-        self.reduced = (unique, top, log_miss)
-        self.by_column = None
+    def _reduce(self) -> Reduced:
+        """The reduced state, with the rules added since the last fold folded in."""
+        if self.pending:
+            keys = np.concatenate([k for k, _ in self.pending])
+            confidences = np.array([c for _, c in self.pending])
+            values = sorted_unique(confidences)
+            levels = np.repeat(np.searchsorted(values, confidences), [k.size for k, _ in self.pending])
+            self.reduced = merge(self.reduced, _sorted_levels(keys, levels, values, log_misses(values)))
+            self.pending, self.held, self.by_column = [], 0, None
         return self.reduced
 
     def scores(self, how: str = AGGREGATION) -> sparse.csr_matrix:
@@ -365,10 +373,9 @@ class Aggregate:
         width = self.shape[1]
         if tail_asked:
             lo, hi = np.searchsorted(keys, [entity * width, (entity + 1) * width])
-            at = np.arange(lo, hi)
-            return keys[at] % width, top[at], log_miss[at]
-        if self.by_column is None:
-            order = np.lexsort((keys // width, keys % width))
+            return keys[lo:hi] % width, top[lo:hi], log_miss[lo:hi]
+        if self.by_column is None:  # keys by row, then column: a stable sort by column orders them by column, row
+            order = np.argsort(keys % width, kind="stable")
             self.by_column = (order, keys[order] % width)
         order, columns = self.by_column
         lo, hi = np.searchsorted(columns, [entity, entity + 1])

@@ -157,14 +157,14 @@ def test_an_aggregate_keeps_the_asked_rows_and_columns_and_a_copy_goes_its_own_w
 
 
 def test_an_aggregate_past_its_buffer_is_not_reduced_at_every_rule(monkeypatch):
-    """Where the reduced pairs alone exceed the buffer, the next reduction waits until as many more are held:
+    """Where half the reduced pairs exceed the buffer, the next fold waits until that many more are held:
     a few reductions for 300 rules, not one a rule."""
     monkeypatch.setattr(Aggregate, "BUFFER", 3)
     reductions = [0]
     reduce = Aggregate._reduce
 
     def counted(self):
-        if self.reduced is None:
+        if self.pending:
             reductions[0] += 1
         return reduce(self)
 
