@@ -12,8 +12,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import networkx as nx
+import numpy as np
 
 from nlndl.compiler.depgraph import build_graph, stratify
+from nlndl.compiler.path_join import PathJoin, path_of
 
 Arg = tuple[str, int | str]  # ("v", name) or ("c", constant id)
 Database = dict[str, set[tuple[int, ...]]]
@@ -255,10 +257,19 @@ def derived_at(facts: Database, rules: Iterable[Rule], atoms: Iterable[tuple[str
     for predicate, args in atoms:
         asked[predicate].add(args)
     out = {(p, args) for p, wanted in asked.items() for args in wanted & facts.get(p, set())}
+    paths, arrays = PathJoin(facts), {}
     for rule in rules:
         wanted = asked.get(rule.head)
         if not wanted:
             continue
+        steps = path_of(rule.head_args, rule.body)
+        if steps is not None:  # a path rule: decided for every asked atom at once
+            if rule.head not in arrays:
+                arrays[rule.head] = np.array(sorted(wanted), dtype=np.int64).reshape(-1, 2)
+            derived = paths.derived(steps, arrays[rule.head])
+            if derived is not None:
+                out |= {(rule.head, tuple(args)) for args in arrays[rule.head][derived].tolist()}
+                continue
         head_vars = {v for kind, v in rule.head_args if kind == "v"}
         joined: list[BodyAtom] = []
         for component in _components(rule.body):  # one without head variables is a yes/no condition, once

@@ -1,0 +1,111 @@
+"""Path rules decided at asked atoms by sorted joins over arrays: the crisp evaluator's case of a knowledge graph.
+
+A path rule ``r(X, Y) :- a1(X, A1), a2(A1, A2), ..., ak(A(k-1), Y)``, each atom possibly read backwards
+(``a2(A2, A1)``), derives an asked ``r(h, t)`` where some walk along those relations leads from h to t. Solved
+one binding at a time in Python (:func:`nlndl.compiler.crisp.derived_at`), a check of a knowledge-graph
+relation's candidate rules walks a million bindings; here the walks from every asked head advance together,
+one relation at a time, as arrays of (asked atom, entity reached), each step deduplicated, and the last
+step is a membership test of (entity reached, asked tail) among the last relation's facts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from itertools import chain
+
+import numpy as np
+
+from nlndl.compiler.join import sorted_unique
+
+Step = tuple[str, bool]  # a body atom's relation, and whether the walk reads it backwards (a(A2, A1))
+MAX_WALKS = 20_000_000  # entries of one step's walks; past it the rule is left to the evaluator
+
+
+def path_of(head_args: tuple, body: Iterable) -> list[Step] | None:
+    """The steps of a path rule from the head's first variable to its second (see the module docstring), or
+    None where the rule is no such path: constants, negation, ``_``, an atom that is not binary, a variable
+    met twice along the way, or atoms off the path."""
+    if len(head_args) != 2 or any(kind != "v" for kind, _ in head_args):
+        return None
+    first, last = (v for _, v in head_args)
+    atoms = list(body)
+    if first == last or "_" in (first, last) or not atoms:
+        return None
+    for atom in atoms:
+        if atom.negated or len(atom.args) != 2 or any(kind != "v" or v == "_" for kind, v in atom.args):
+            return None
+    steps: list[Step] = []
+    at, seen, left = first, {first}, list(range(len(atoms)))
+    while left:
+        touching = [i for i in left if at in (atoms[i].args[0][1], atoms[i].args[1][1])]
+        if len(touching) != 1:
+            return None
+        i = touching[0]
+        left.remove(i)
+        a, b = atoms[i].args[0][1], atoms[i].args[1][1]
+        backwards = b == at
+        reached = a if backwards else b
+        if a == b or reached in seen or (reached == last and left):
+            return None
+        seen.add(reached)
+        steps.append((atoms[i].predicate, backwards))
+        at = reached
+    return steps if at == last else None
+
+
+class PathJoin:
+    """The facts of a database as arrays, built once per relation and direction read, and the asked pairs of
+    path rules decided against them (:meth:`derived`)."""
+
+    def __init__(self, facts: dict[str, set[tuple[int, ...]]]) -> None:
+        self.facts = facts
+        self.sorted: dict[Step, tuple[np.ndarray, np.ndarray]] = {}  # (sources ascending, their targets)
+        self.keys: dict[tuple[Step, int], np.ndarray] = {}  # source * width + target, ascending
+
+    def _pairs(self, step: Step) -> tuple[np.ndarray, np.ndarray]:
+        if step not in self.sorted:
+            rows = self.facts.get(step[0], set())
+            pairs = np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=2 * len(rows)).reshape(-1, 2)
+            if step[1]:
+                pairs = pairs[:, ::-1]
+            order = np.argsort(pairs[:, 0], kind="stable")
+            self.sorted[step] = (np.ascontiguousarray(pairs[order, 0]), np.ascontiguousarray(pairs[order, 1]))
+        return self.sorted[step]
+
+    def _keys(self, step: Step, width: int) -> np.ndarray:
+        if (step, width) not in self.keys:
+            sources, targets = self._pairs(step)
+            self.keys[step, width] = sorted_unique(sources * width + targets)
+        return self.keys[step, width]
+
+    def derived(self, steps: list[Step], asked: np.ndarray) -> np.ndarray | None:
+        """Of the asked (head, tail) pairs (an (m, 2) int64 array), a mask of those the path derives; None where
+        a step's walks would pass :data:`MAX_WALKS` or the keys would not fit in 64 bits."""
+        m = asked.shape[0]
+        if not m:
+            return np.zeros(0, dtype=bool)
+        pairs = [self._pairs(step) for step in steps]
+        columns = [asked.ravel(), *(a for pair in pairs for a in pair if a.size)]
+        if min(int(c.min()) for c in columns) < 0:
+            return None
+        width = max(int(c.max()) for c in columns) + 1
+        if width >= 2**31 or m >= 2**31:  # (asked atom, entity) and (entity, entity) keys in 64 bits
+            return None
+        query, node = np.arange(m, dtype=np.int64), asked[:, 0].copy()
+        for sources, targets in pairs[:-1]:
+            lo = np.searchsorted(sources, node, side="left")
+            counts = np.searchsorted(sources, node, side="right") - lo
+            total = int(counts.sum())
+            if total > MAX_WALKS:
+                return None
+            at = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(total)
+            walked = sorted_unique(np.repeat(query, counts) * width + targets[at])
+            query, node = np.divmod(walked, width)
+        keys = self._keys(steps[-1], width)
+        probe = node * width + asked[query, 1]
+        found = np.searchsorted(keys, probe)
+        hit = found < keys.size
+        hit[hit] = keys[found[hit]] == probe[hit]
+        out = np.zeros(m, dtype=bool)
+        out[query[hit]] = True
+        return out
