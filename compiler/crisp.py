@@ -252,7 +252,8 @@ def derived_at(facts: Database, rules: Iterable[Rule], atoms: Iterable[tuple[str
     """Those of ``atoms`` that ``rules`` derive from ``facts``, for rules whose bodies read no rule head
     (:func:`reads_no_head`): each rule solved with an atom of the asked ones in front of its body, which is the
     least model at those atoms without computing the rest of it (on a knowledge graph a rule over a hub
-    derives millions of atoms that no example asks about)."""
+    derives millions of atoms that no example asks about). A path rule is decided for all its asked atoms at
+    once by sorted joins (:mod:`nlndl.compiler.path_join`)."""
     asked: dict[str, set[tuple[int, ...]]] = defaultdict(set)
     for predicate, args in atoms:
         asked[predicate].add(args)
