@@ -46,11 +46,13 @@ class Names:
     def __call__(self, name: str) -> str:
         return self.forward.get(name, name)
 
-    def original(self, mangled: str) -> str:
-        for name, out in self.forward.items():
-            if out == mangled:
-                return name
-        return mangled
+    def originals(self) -> dict[str, str]:
+        """Valid name -> relation name (the inverse of the names given), made once by a caller that reads many
+        atoms back; a name not in it is its own."""
+        out: dict[str, str] = {}
+        for name, valid in self.forward.items():
+            out.setdefault(valid, name)
+        return out
 
     def header(self, comment: str) -> list[str]:
         changed = [f"{a} -> {b}" for a, b in self.forward.items() if a != b]

@@ -29,21 +29,31 @@ def clingo_model(program: str, predicates: dict[str, int] | None = None) -> set[
     except RuntimeError as exc:
         raise EngineError("\n".join(messages) or str(exc)) from None
     models: list[set[Atom]] = []
+    values: dict[clingo.Symbol, str | int] = {}  # each argument read once: a model repeats its constants
     with control.solve(yield_=True) as handle:
         for model in handle:
             symbols = model.symbols(atoms=True) if predicates is None else model.symbols(shown=True)
-            models.append({_atom(s) for s in symbols})
+            models.append({_atom(s, values) for s in symbols})
     if len(models) != 1:
         raise EngineError(f"expected exactly one model, clingo found {len(models)}")
     return models[0]
 
 
-def _atom(symbol: clingo.Symbol) -> Atom:
-    def value(arg: clingo.Symbol) -> str | int:
-        if arg.type == clingo.SymbolType.Number:
-            return arg.number
-        if arg.type == clingo.SymbolType.String:
-            return arg.string
-        return str(arg)
+def _atom(symbol: clingo.Symbol, values: dict[clingo.Symbol, str | int]) -> Atom:
+    """(predicate, arguments) of a symbol; ``values`` holds each argument already read."""
+    out = []
+    for arg in symbol.arguments:
+        value = values.get(arg)
+        if value is None:
+            value = values[arg] = _value(arg)
+        out.append(value)
+    return symbol.name, tuple(out)
 
-    return symbol.name, tuple(value(a) for a in symbol.arguments)
+
+def _value(arg: clingo.Symbol) -> str | int:
+    kind = arg.type
+    if kind == clingo.SymbolType.Number:
+        return arg.number
+    if kind == clingo.SymbolType.String:
+        return arg.string
+    return str(arg)

@@ -251,8 +251,9 @@ def clingo_derived(
     facts = {p: rows for p, rows in facts.items() if p in read}  # no other fact bears on the rules' model
     derived = set()
     shown = {names(p): len(program.relations[p]["types"]) for p in learned}
+    originals = names.originals()
     for pred, args in clingo_model(clingo_program(facts, rules, symbols, names), shown):
-        original = names.original(pred)
+        original = originals.get(pred, pred)
         if original in learned:
             derived.add((original, tuple(symbols.ids[(isinstance(a, int), a)] for a in args)))
     return derived

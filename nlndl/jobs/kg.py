@@ -286,8 +286,9 @@ def closure_agrees(graph: object, learned: list, clingo_program: str) -> tuple[i
     crisp = evaluate(db, rules(learned))
     ours = {(h, a, b) for h in heads for a, b in crisp.get(h, set())}
     theirs = set()
+    originals = names.originals()
     for pred, args in clingo_model(clingo_program, {names(h): 2 for h in heads}):
-        original = names.original(pred)
+        original = originals.get(pred, pred)
         if original in heads:
             theirs.add((original, graph.index[str(args[0])], graph.index[str(args[1])]))
     known = {(h, a, b) for h in heads for a, b in db[h]}
