@@ -78,9 +78,21 @@ def sorted_join(row_keys: np.ndarray, fact_keys: np.ndarray, values: np.ndarray)
     fact_keys, values = fact_keys[order], values[order]
     lo = np.searchsorted(fact_keys, row_keys, "left")
     count = np.searchsorted(fact_keys, row_keys, "right") - lo
-    rows = np.repeat(np.arange(row_keys.size), count)
-    before = np.cumsum(count) - count
-    return rows, values[np.repeat(lo - before, count) + np.arange(int(count.sum()))]
+    return np.repeat(np.arange(row_keys.size), count), values[ranges(lo, count)]
+
+
+def ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The positions start, start + 1, ... of each range (start, count), ranges in order: the entries that a
+    join's matched ranges of a sorted array hold (CSR rows read at once)."""
+    return np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+
+
+def run_starts(ordered: np.ndarray) -> np.ndarray:
+    """Where each run of equal values of a sorted array starts (a neighbour test)."""
+    new = np.empty(ordered.size, dtype=bool)
+    new[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    return np.flatnonzero(new)
 
 
 def sorted_unique(keys: np.ndarray) -> np.ndarray:
@@ -88,17 +100,15 @@ def sorted_unique(keys: np.ndarray) -> np.ndarray:
     for integers, is 10 to 20 times slower on millions of distinct keys). A stable sort, which merges the
     sorted runs that concatenated parts often are."""
     keys = np.sort(keys, kind="stable")
-    return keys[np.concatenate([[True], keys[1:] != keys[:-1]])] if keys.size else keys
+    return keys[run_starts(keys)]
 
 
 def sorted_counts(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct keys, ascending, and how often each occurs: ``np.unique(keys, return_counts=True)`` by a
     sort (see :func:`sorted_unique`)."""
     keys = np.sort(keys, kind="stable")
-    if not keys.size:
-        return keys, np.zeros(0, np.int64)
-    starts = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
-    return keys[starts], np.diff(np.append(starts, keys.size))
+    starts = run_starts(keys)
+    return keys[starts], np.diff(starts, append=keys.size)
 
 
 def _joined(
@@ -116,11 +126,8 @@ def _joined(
         return sorted_unique(first)
     keys = np.concatenate([sorted_unique(np.concatenate(parts)) for parts in by_partner.values()])
     keys = np.sort(keys)
-    if keys.size:
-        starts = np.concatenate([[True], keys[1:] != keys[:-1]])
-        at = np.flatnonzero(starts)
-        counts = np.diff(np.append(at, keys.size))
-        keys = keys[at[counts >= need]]
+    at = run_starts(keys)
+    keys = keys[at[np.diff(at, append=keys.size) >= need]]
     return sorted_unique(np.concatenate([first, keys]))
 
 

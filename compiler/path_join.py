@@ -15,7 +15,7 @@ from itertools import chain
 
 import numpy as np
 
-from nlndl.compiler.join import sorted_unique
+from nlndl.compiler.join import ranges, sorted_unique
 
 Step = tuple[str, bool]  # a body atom's relation, and whether the walk reads it backwards (a(A2, A1))
 MAX_WALKS = 20_000_000  # entries of one step's walks; past it the rule is left to the evaluator
@@ -98,8 +98,7 @@ class PathJoin:
             total = int(counts.sum())
             if total > MAX_WALKS:
                 return None
-            at = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(total)
-            walked = sorted_unique(np.repeat(query, counts) * width + targets[at])
+            walked = sorted_unique(np.repeat(query, counts) * width + targets[ranges(lo, counts)])
             query, node = np.divmod(walked, width)
         keys = self._keys(steps[-1], width)
         probe = node * width + asked[query, 1]

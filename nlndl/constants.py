@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import sparse
 
-from nlndl.compiler.join import sorted_unique
+from nlndl.compiler.join import ranges, sorted_unique
 from nlndl.ranking import Reduced, log_misses, merge, top_of_levels, top_of_rows
 
 UNSEEN = 5  # AnyBURL's pessimistic correction: confidence = correct / (predicted + UNSEEN)
@@ -120,8 +120,7 @@ def weight(closed: bool) -> float:
 def _spans(indptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """The positions in a CSR (or CSC) matrix's indices and data of the given rows (columns), in order."""
     starts = indptr[rows]
-    sizes = indptr[rows + 1] - starts
-    return np.repeat(starts - np.cumsum(sizes) + sizes, sizes) + np.arange(sizes.sum())
+    return ranges(starts, indptr[rows + 1] - starts)
 
 
 def _kept(counts: sparse.csr_matrix) -> sparse.csr_matrix:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
-from nlndl.compiler.join import sorted_unique
+from nlndl.compiler.join import run_starts, sorted_unique
 
 Pairs = sparse.csr_matrix  # (entities, entities) 0/1: which (head, tail) pairs a rule body derives
 
@@ -215,7 +215,7 @@ def _sorted_levels(
         key = candidates.astype(np.int64) * width + (width - 1 - levels)
         key.sort(kind="stable")
         candidates, levels = key // width, width - 1 - key % width
-    starts = _runs(candidates)
+    starts = run_starts(candidates)
     top = np.zeros((starts.size, TOP))
     sizes = np.diff(starts, append=candidates.size)
     has = np.arange(starts.size)
@@ -225,14 +225,6 @@ def _sorted_levels(
     if log_values is None or not starts.size:
         return candidates[starts], top, np.zeros(starts.size)
     return candidates[starts], top, np.add.reduceat(log_values[levels], starts)
-
-
-def _runs(ordered: np.ndarray) -> np.ndarray:
-    """Where each run of equal values of a sorted array starts."""
-    new = np.empty(ordered.size, dtype=bool)
-    new[:1] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
-    return np.flatnonzero(new)
 
 
 def top_of_rows(rules: sparse.csr_matrix, confidences: np.ndarray) -> Reduced:
@@ -344,7 +336,6 @@ class Aggregate:
         keys += part.indices
         self.pending.append((keys, float(confidence)))
         self.held += keys.size
-        self.by_column = None
         # past the buffer, or half the reduced pairs: a fold reads all of them, so a large state waits for more
         if self.held > max(self.BUFFER, self.reduced[0].size // 2):
             self._reduce()
