@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-from nlndl import paths
+from nlndl import cardinality, paths
 from nlndl.compiler import SketchText, compile_sketch
 from nlndl.compiler.crisp import BodyAtom, Rule, evaluate
 from nlndl.compiler.diagnostics import CompileError, Diagnostics
@@ -45,7 +45,7 @@ from nlndl.distributed import gather, process_rank, share
 from nlndl.errors import JobError
 from nlndl.learn import LearnConfig, LearnResult, fit, learn
 from nlndl.paths import boolean
-from nlndl.ranking import Aggregate
+from nlndl.ranking import Aggregate, by_class
 from nlndl.runtime.budget import BudgetError
 from nlndl.runtime.train import TrainConfig
 from nlndl.verify import Score
@@ -571,26 +571,40 @@ def predict(
     def line(pairs: sparse.csr_matrix) -> sparse.csr_matrix:
         return boolean(pairs.getrow(at) if tail_asked else pairs.getcol(at).T.tocsr())
 
+    known_pairs = graph.relation_matrix(relation)
+    degree, side = cardinality.degrees(known_pairs), 0 if tail_asked else 1
+    kind = cardinality.classes(known_pairs)[side]  # each candidate's class in the direction asked
+
+    def classed(pairs: sparse.csr_matrix, confidence: float) -> np.ndarray:
+        """A rule's confidence per class of candidate (none where it has none, as the ranking takes it)."""
+        if confidence <= 0:
+            return np.zeros(cardinality.CLASSES)
+        return cardinality.confidences(pairs, known_pairs, degree, confidence)[side]
+
     counted, chains = [], set()
     for rule in paths.each(graph.known_matrices(), relation, length, seed):
         if not rule.reflexive:
             chains.add(rule.atoms)
         if (row := line(rule.pairs)).nnz:
-            counted.append((row, rule.confidence, rule.text(relation)))
+            counted.append((row, classed(rule.pairs, rule.confidence), rule.text(relation)))
     clauses = [c for c in clauses if path_of(c[0], sources) not in chains]  # a restatement left to the counted rule
     derived = rule_pairs(graph, [r for r, _, _ in clauses], sources)
-    rows = [(line(p), c, t) for p, (_, c, t) in zip(derived, clauses, strict=True)]
+    rows = [(line(p), classed(p, c), t) for p, (_, c, t) in zip(derived, clauses, strict=True)]
     n = len(graph.entities)
     bodies = graph.bodies()
-    constants = ConstantRules.mine(bodies, relation, graph.relation_matrix(relation)).scorer(bodies)
-    ranked = Aggregate.of([(row, c) for row, c, _ in rows + counted], (1, n))
+    constants = ConstantRules.mine(bodies, relation, known_pairs).scorer(bodies)
+    ranked = Aggregate((1, n))
+    for row, by, _ in rows + counted:
+        for part, confidence in zip(by_class(row, kind, True), by, strict=True):
+            ranked.add(part, confidence)
     scores = ranked.line(0, True, n, extra=constants.reduced(at, tail_asked))
     known = graph.pairs(relation, KNOWN)
     order = [int(i) for i in np.argsort(-scores, kind="stable") if scores[i] > 0][:k]
     out = []
     for other in order:
-        why = [(t, c, 1.0) for row, c, t in rows if row[0, other]]
-        why += sorted(((t, c, 1.0) for row, c, t in counted if row[0, other]), key=lambda tc: -tc[1])[:EXPLAINED]
+        why = [(t, by[kind[other]], 1.0) for row, by, t in rows if row[0, other]]
+        best = sorted(((t, by[kind[other]], 1.0) for row, by, t in counted if row[0, other]), key=lambda tc: -tc[1])
+        why += best[:EXPLAINED]
         for rule, counts in constants.explain(at, tail_asked, other):  # counts: the confidence as weighed
             _, _, _, closed = rule
             share = weight(closed)

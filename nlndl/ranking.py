@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
+from nlndl import cardinality
 from nlndl.compiler.join import run_starts, sorted_unique
 
 Pairs = sparse.csr_matrix  # (entities, entities) 0/1: which (head, tail) pairs a rule body derives
@@ -389,6 +390,66 @@ class Aggregate:
         return out
 
 
+def by_class(pairs: Pairs, kinds: np.ndarray, columns: bool) -> list[Pairs]:
+    """``pairs`` split by the class of each entry's column (``columns``) or row, ``kinds`` the class of each
+    entity (0 to ``cardinality.CLASSES - 1``): one matrix of the same shape per class."""
+    pairs = sparse.csr_matrix(pairs)
+    rows = np.repeat(np.arange(pairs.shape[0]), np.diff(pairs.indptr))
+    kind = kinds[pairs.indices if columns else rows]
+    out = []
+    for c in range(cardinality.CLASSES):
+        keep = kind == c
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(rows[keep], minlength=pairs.shape[0]))])
+        out.append(sparse.csr_matrix((pairs.data[keep], pairs.indices[keep], indptr), shape=pairs.shape))
+    return out
+
+
+class Classed:
+    """Rules whose confidence depends on the direction asked and the candidate's class
+    (:mod:`nlndl.cardinality`): an :class:`Aggregate` per direction, a rule's candidates of each class taken
+    into it with that class's confidence. With ``rows`` and ``columns`` (the heads and tails asked about) the
+    tails' aggregate keeps those rows and the heads' those columns."""
+
+    def __init__(
+        self,
+        shape: tuple[int, int],
+        known: sparse.csr_matrix,
+        rows: np.ndarray | None = None,
+        columns: np.ndarray | None = None,
+    ) -> None:
+        self.shape = shape
+        self.known = known
+        self.degree = cardinality.degrees(known)
+        self.classes = cardinality.classes(known)
+        none = np.zeros(0, np.int64)
+        selected = rows is not None and columns is not None
+        self.tails = Aggregate(shape, rows, none) if selected else Aggregate(shape)  # answers r(h, ?)
+        self.heads = Aggregate(shape, none, columns) if selected else Aggregate(shape)  # answers r(?, t)
+
+    def add(self, pairs: Pairs, confidence: float) -> None:
+        """Take in a rule deriving ``pairs`` of ``confidence``, by its confidences by direction and class
+        (:func:`nlndl.cardinality.confidences`)."""
+        if confidence <= 0:
+            return
+        pairs = sparse.csr_matrix(pairs)
+        confidences = cardinality.confidences(pairs, self.known, self.degree, confidence)
+        for side, into in enumerate((self.tails, self.heads)):
+            parts = by_class(into.kept(pairs), self.classes[side], side == 0)
+            for part, of_class in zip(parts, confidences[side], strict=True):
+                into.add(part, of_class)
+
+    def copy(self) -> Classed:
+        """The same rules, which rules added later join apart from these."""
+        out = Classed.__new__(Classed)
+        out.shape, out.known, out.degree, out.classes = self.shape, self.known, self.degree, self.classes
+        out.tails, out.heads = self.tails.copy(), self.heads.copy()
+        return out
+
+    def merged(self, entity: int, tail_asked: bool, extra: Reduced | None = None) -> Reduced:
+        """:meth:`Aggregate.merged` of the direction asked."""
+        return (self.tails if tail_asked else self.heads).merged(entity, tail_asked, extra)
+
+
 def _chosen(entities: np.ndarray, n: int) -> np.ndarray:
     """A mask of n entities, true at ``entities``."""
     out = np.zeros(n, dtype=bool)
@@ -397,7 +458,9 @@ def _chosen(entities: np.ndarray, n: int) -> np.ndarray:
 
 
 Extra = Callable[[int, bool], Reduced]  # (entity asked about, tail asked) -> the further rules' candidates
-Ranked = tuple[Aggregate, str, bool]  # the rules, their aggregation (AGGREGATIONS), whether ``extra`` joins them
+Ranked = tuple[
+    "Aggregate | Classed", str, bool
+]  # the rules, their aggregation (AGGREGATIONS), whether ``extra`` joins them
 
 
 def ranks(

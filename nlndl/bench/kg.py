@@ -27,6 +27,7 @@ import numpy as np
 from scipy import sparse
 
 from nlndl import paths
+from nlndl.cardinality import CLASSES, SHRINK
 from nlndl.compiler.triples import QUERY_SHARE, SPLITS, split_path, standard_layout
 from nlndl.constants import DANGLING, MIN_CORRECT, UNSEEN, ConstantRules
 from nlndl.distributed import gather, process_rank, share
@@ -44,7 +45,19 @@ from nlndl.kg_rules import (
 )
 from nlndl.paths import LENGTH, MAX_JOINED, SAMPLE, THREE_ATOM_PATHS
 from nlndl.paths import MIN_CORRECT as PATH_MIN_CORRECT
-from nlndl.ranking import AGGREGATION, DAMPING, TOP, Aggregate, Extra, Metrics, Ranked, metrics, popularity, ranks_of
+from nlndl.ranking import (
+    AGGREGATION,
+    DAMPING,
+    TOP,
+    Aggregate,
+    Classed,
+    Extra,
+    Metrics,
+    Ranked,
+    metrics,
+    popularity,
+    ranks_of,
+)
 from nlndl.workers import learn_in_workers, one_thread
 
 
@@ -84,6 +97,10 @@ def protocol(directory: Path) -> dict[str, str]:
         f"not X, A is not Y, X is not Y; what a body derives for X = Y is a reflexive rule r(X, X) :- ... of its "
         f"own); kept where they derive at least {PATH_MIN_CORRECT} known triples, confidence correct / predicted; "
         "the baseline's rules, and ranked with nlndl's clauses (those no clause restates)",
+        "classes": f"in nlndl's rankings, a path rule's or a clause's confidence for a candidate is counted apart "
+        f"for the direction asked and the candidate's class, the known triples of the relation it holds in the role "
+        f"asked (0, 1, {CLASSES - 1} or more; a known pair classes its candidate without itself), shrunk towards "
+        f"the rule's one confidence by {SHRINK:g} pairs, and no higher than it",
         "constants": f"rules r(X, c) :- s(X, d) and r(X, c) :- s(X, _) (and r(c, Y) ...), s any relation either way, "
         f"mined on the same triples: kept where they derive at least {MIN_CORRECT} known triples, confidence "
         f"correct / (predicted + {UNSEEN}); a dangling rule (s(X, _)) counts at {DANGLING} of its confidence in a "
@@ -153,7 +170,7 @@ def crisp_test(graph: Graph, target: str, pairs: list[sparse.csr_matrix], split:
 
 
 def nlndl_rankings(
-    learned: RelationRules, counted: Aggregate, chains: set[tuple[paths.Atom, ...]], n: int, asked: np.ndarray
+    learned: RelationRules, counted: Classed, chains: set[tuple[paths.Atom, ...]], n: int, asked: np.ndarray
 ) -> list[Ranked]:
     """nlndl's rankings of one relation's ``asked`` (head, tail) pairs: its clauses with the counted rules
     (``counted``: the path rules, whose paths are ``chains``; the rules with a constant joining them) by top-,
@@ -203,6 +220,7 @@ class Counted:
     columns of the triples asked about), and the paths they hold (a clause restating one is not ranked twice)."""
 
     rules: Aggregate
+    classed: Classed  # the same rules, confidences by the candidate's class (nlndl.cardinality)
     chains: set[tuple[paths.Atom, ...]]
     count: int
     floor: np.ndarray | None
@@ -212,8 +230,9 @@ def count_paths(graph: Graph, target: str, config: KGConfig, asked: np.ndarray, 
     """``target``'s path rules of up to ``config.path_length`` atoms for ranking ``asked`` (head, tail) pairs,
     with the pool's floor (:func:`nlndl.kg_rules.counted_floor`) if ``floor``."""
     n = len(graph.entities)
-    rules = Aggregate((n, n), asked[:, 0], asked[:, 1])
     known = graph.relation_matrix(target)
+    rules = Aggregate((n, n), asked[:, 0], asked[:, 1])
+    classed = Classed((n, n), known, asked[:, 0], asked[:, 1])
     best = np.zeros(known.nnz, dtype=np.float64) if floor else None
     chains: set[tuple[paths.Atom, ...]] = set()
     count = 0
@@ -221,10 +240,11 @@ def count_paths(graph: Graph, target: str, config: KGConfig, asked: np.ndarray, 
         if best is not None:
             raise_floor(best, known, rule)
         rules.add(rule.pairs, rule.confidence)
+        classed.add(rule.pairs, rule.confidence)
         if not rule.reflexive:
             chains.add(rule.atoms)
         count += 1
-    return Counted(rules, chains, count, best)
+    return Counted(rules, classed, chains, count, best)
 
 
 def asked_pairs(graph: Graph, target: str, split: str) -> np.ndarray:
@@ -314,9 +334,15 @@ def rank_relation(
     counted = counted if counted is not None else count_paths(graph, target, config, asked)
     base = counted.rules
     constants = ConstantRules.mine(bodies, target, graph.relation_matrix(target))
-    rankings: list[Ranked] = [(base, "max", False), (base, "noisy-or", False), (base, "max", True), (base, "top", True)]
+    classed = counted.classed
+    rankings: list[Ranked] = [
+        (base, "max", False),
+        (base, "noisy-or", False),
+        (base, "max", True),
+        (classed, "top", True),
+    ]
     if learned is not None:
-        rankings += nlndl_rankings(learned, base.copy(), counted.chains, n, asked)
+        rankings += nlndl_rankings(learned, classed.copy(), counted.chains, n, asked)
     # one pass over the queries, so that each query's rules with a constant are gathered once for all rankings
     found = split_ranks_of(graph, target, rankings, split, constants.scorer(bodies).reduced)
     ranks = dict(zip(("base", "base_or", "base_const", "counted"), found[:4], strict=True))
@@ -366,9 +392,10 @@ def _report(
         f"nlndl: top, 1 - (1 - c1) (1 - {DAMPING} c2) ... (1 - {DAMPING} c{TOP}) over the confidences of the rules "
         "deriving a candidate, best first: the counted path rules (nlndl.paths), nlndl's clauses that restate "
         "none of them and the rules with a constant (nlndl.constants); nlndl_max (ties broken by noisy-or) and "
-        "nlndl_noisy_or beside it. baseline: the counted path rules by max, baseline_noisy_or beside it; "
-        "baseline_constants: the path rules and the rules with a constant, by max; counted_top: the same by top, "
-        "nlndl's ranking without its clauses"
+        "nlndl_noisy_or beside it; in these, the path rules' and the clauses' confidences by the candidate's "
+        "class (nlndl.cardinality). baseline: the counted path rules by max, baseline_noisy_or beside it; "
+        "baseline_constants: the path rules and the rules with a constant, by max; counted_top: the same by top "
+        "with the confidences by class, nlndl's ranking without its clauses"
     )
     out["protocol"] = protocol(directory)
     out["processes"] = process_rank(config.device).size
