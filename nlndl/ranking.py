@@ -323,11 +323,12 @@ class Aggregate:
         indptr = np.concatenate([[0], np.cumsum(np.bincount(row[keep], minlength=pairs.shape[0]))])
         return sparse.csr_matrix((pairs.data[keep], pairs.indices[keep], indptr), shape=pairs.shape)
 
-    def add(self, pairs: Pairs, confidence: float) -> None:
-        """Take in a rule deriving the nonzero pairs of ``pairs`` (those in the kept rows and columns)."""
+    def add(self, pairs: Pairs, confidence: float, kept: bool = False) -> None:
+        """Take in a rule deriving the nonzero pairs of ``pairs`` (those in the kept rows and columns; ``kept``:
+        ``pairs`` holds no others)."""
         if confidence <= 0:
             return
-        part = sparse.csr_matrix(self.kept(pairs))
+        part = sparse.csr_matrix(pairs if kept else self.kept(pairs))
         if not part.nnz:
             return
         if not part.has_canonical_format:  # each row's columns once, ascending: the keys come out distinct, sorted
@@ -432,11 +433,14 @@ class Classed:
         if confidence <= 0:
             return
         pairs = sparse.csr_matrix(pairs)
+        if not pairs.has_canonical_format:  # sorted once here, so that every part split from it is sorted
+            pairs = pairs.copy()
+            pairs.sum_duplicates()
         confidences = cardinality.confidences(pairs, self.known, self.degree, confidence)
         for side, into in enumerate((self.tails, self.heads)):
             parts = by_class(into.kept(pairs), self.classes[side], side == 0)
             for part, of_class in zip(parts, confidences[side], strict=True):
-                into.add(part, of_class)
+                into.add(part, of_class, kept=True)
 
     def copy(self) -> Classed:
         """The same rules, which rules added later join apart from these."""
