@@ -573,7 +573,9 @@ def predict(
 
     known_pairs = graph.relation_matrix(relation)
     degree, side = cardinality.degrees(known_pairs), 0 if tail_asked else 1
-    kind = cardinality.classes(known_pairs)[side]  # each candidate's class in the direction asked
+    held = degree[side].copy()  # each candidate's known triples in its role, the asked pair itself left out
+    held[line(known_pairs).indices] -= 1
+    kind = np.minimum(held, cardinality.CLASSES - 1)  # each candidate's class, as a ranked triple's is counted
 
     def classed(pairs: sparse.csr_matrix, confidence: float) -> np.ndarray:
         """A rule's confidence per class of candidate (none where it has none, as the ranking takes it)."""

@@ -357,3 +357,39 @@ def test_a_relations_sketch_compiles_the_same_from_its_nodes_as_from_its_text(tm
     for a, b in zip(from_text.worlds, from_nodes.worlds, strict=True):
         assert sorted(a.arrays) == sorted(b.arrays)
         assert all(np.array_equal(a.arrays[k], b.arrays[k]) for k in a.arrays)
+
+
+def groups(directory: Path) -> Path:
+    """Ten groups of four members, each member in one group (``in_group``) and each group's members siblings
+    (``sib``); a cross-group sibling link from each group's first member to the next group's; the test
+    triple: group 1's last member, whose only edges are its siblings."""
+    directory.mkdir()
+    train = []
+    for g in range(10):
+        members = [f"m{g}_{i}" for i in range(4)]
+        train += [f"{a}\tsib\t{b}" for a in members for b in members if a != b]
+        train += [f"{m}\tin_group\tg{g}" for m in members if m != "m1_3"]
+        train.append(f"m{g}_0\tsib\tm{(g + 1) % 10}_0")
+    (directory / "train.txt").write_text("".join(r + "\n" for r in train))
+    (directory / "test.txt").write_text("m1_3\tin_group\tg1\n")
+    return directory
+
+
+def test_kg_predict_takes_a_rules_confidence_for_the_class_of_each_answer(tmp_path):
+    """in_group(?, g1): the sibling rule derives m1_3 (in no group yet) and m0_0 (in g0, linked to m1_0); a
+    member of one group is rarely in another, so the rule counts for less for m0_0, which ranks below m1_3;
+    the known members of g1 are classed without their own triple, as m1_3 is."""
+    directory, out = groups(tmp_path / "groups"), tmp_path / "out"
+    args = ["kg", "train", str(directory), "-D", str(out), "--relation", "in_group", *QUICK, "-q"]
+    assert runner.invoke(app, args).exit_code == 0
+    asked = runner.invoke(app, ["kg", "predict", str(out), "--query", "in_group(?, g1)", "-k", "6", "--json"])
+    assert asked.exit_code == 0, asked.output
+    answers = {a["entity"]: a for a in json.loads(asked.output)["answers"]}
+    order = list(answers)
+    assert [e for e in order if not answers[e]["known"]][:2] == ["m1_3", "m0_0"]
+
+    def sibling(entity: str) -> float:
+        (rule,) = [r for r in answers[entity]["rules"] if r["rule"] == "in_group(X,Y) :- sib(X,A), in_group(A,Y)"]
+        return rule["confidence"]
+
+    assert sibling("m0_0") < sibling("m1_3") == sibling("m1_0")
