@@ -319,9 +319,7 @@ class Aggregate:
         rows, columns = self.select
         pairs = sparse.csr_matrix(pairs)
         row = np.repeat(np.arange(pairs.shape[0]), np.diff(pairs.indptr))
-        keep = rows[row] | columns[pairs.indices]
-        indptr = np.concatenate([[0], np.cumsum(np.bincount(row[keep], minlength=pairs.shape[0]))])
-        return sparse.csr_matrix((pairs.data[keep], pairs.indices[keep], indptr), shape=pairs.shape)
+        return _entries(pairs, row, rows[row] | columns[pairs.indices])
 
     def add(self, pairs: Pairs, confidence: float, kept: bool = False) -> None:
         """Take in a rule deriving the nonzero pairs of ``pairs`` (those in the kept rows and columns; ``kept``:
@@ -397,12 +395,14 @@ def by_class(pairs: Pairs, kinds: np.ndarray, columns: bool) -> list[Pairs]:
     pairs = sparse.csr_matrix(pairs)
     rows = np.repeat(np.arange(pairs.shape[0]), np.diff(pairs.indptr))
     kind = kinds[pairs.indices if columns else rows]
-    out = []
-    for c in range(cardinality.CLASSES):
-        keep = kind == c
-        indptr = np.concatenate([[0], np.cumsum(np.bincount(rows[keep], minlength=pairs.shape[0]))])
-        out.append(sparse.csr_matrix((pairs.data[keep], pairs.indices[keep], indptr), shape=pairs.shape))
-    return out
+    return [_entries(pairs, rows, kind == c) for c in range(cardinality.CLASSES)]
+
+
+def _entries(pairs: sparse.csr_matrix, rows: np.ndarray, keep: np.ndarray) -> sparse.csr_matrix:
+    """The entries of ``pairs`` where ``keep`` (a mask over its entries, ``rows`` their rows), in their order:
+    a matrix of the same shape."""
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows[keep], minlength=pairs.shape[0]))])
+    return sparse.csr_matrix((pairs.data[keep], pairs.indices[keep], indptr), shape=pairs.shape)
 
 
 class Classed:
@@ -462,9 +462,8 @@ def _chosen(entities: np.ndarray, n: int) -> np.ndarray:
 
 
 Extra = Callable[[int, bool], Reduced]  # (entity asked about, tail asked) -> the further rules' candidates
-Ranked = tuple[
-    "Aggregate | Classed", str, bool
-]  # the rules, their aggregation (AGGREGATIONS), whether ``extra`` joins them
+# the rules, their aggregation (AGGREGATIONS), whether ``extra`` joins them
+Ranked = tuple["Aggregate | Classed", str, bool]
 
 
 def ranks(
