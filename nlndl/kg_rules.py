@@ -23,7 +23,7 @@ from nlndl import cardinality, paths
 from nlndl.compiler import SketchText, compile_sketch
 from nlndl.compiler.crisp import BodyAtom, Rule, evaluate
 from nlndl.compiler.diagnostics import CompileError, Diagnostics
-from nlndl.compiler.triples import FACT, KGSketch, Triple, kg_sketch, read_splits
+from nlndl.compiler.triples import FACT, SPLITS, KGSketch, Triple, kg_sketch, read_splits
 from nlndl.constants import Bodies
 from nlndl.datalog import render
 from nlndl.defaults import (
@@ -45,7 +45,7 @@ from nlndl.distributed import gather, process_rank, share
 from nlndl.errors import JobError
 from nlndl.learn import LearnConfig, LearnResult, fit, learn
 from nlndl.paths import boolean
-from nlndl.ranking import Aggregate, by_class
+from nlndl.ranking import Aggregate, Classed, Ranker, by_class, combined, popularity
 from nlndl.runtime.budget import BudgetError
 from nlndl.runtime.train import TrainConfig
 from nlndl.verify import Score
@@ -544,6 +544,74 @@ class Prediction:
             "known": self.known,
             "rules": [{"rule": text, "confidence": round(c, 4), "weight": w} for text, c, w in self.rules],
         }
+
+
+@dataclass
+class Answered:
+    """A triple asked both ways, ``r(h, ?)`` and ``r(?, t)``: the best heads and tails (entity index, score),
+    the other known answers of any split left out, candidates of equal score by popularity; and the rank of
+    the triple's own head and tail among every entity (``bench kg``'s protocol, ties at the mean rank)."""
+
+    heads: list[tuple[int, float]]
+    tails: list[tuple[int, float]]
+    head_rank: float
+    tail_rank: float
+
+
+def answer_all(
+    graph: Graph,
+    record: dict[str, Any],
+    asked: list[tuple[int, int]],
+    k: int = 10,
+    seed: int = 0,
+    length: int = KG_PATH_LENGTH,
+) -> list[Answered]:
+    """Every (head, tail) pair of ``asked`` asked both ways, by the clauses ``record`` (one relation of kg
+    train's rules.json) holds and the relation's counted rules, as :func:`predict` scores one query: the rules
+    counted once for all the pairs, each candidate taken by its class (:class:`nlndl.ranking.Classed`), the
+    rules with a constant joining them; as ``bench kg`` ranks a split."""
+    from nlndl.constants import ConstantRules
+
+    relation = record["relation"]
+    sources = {str(a): str(b) for a, b in record["sources"].items()}
+    clauses = [(rule_from_json(c["clause"]), float(c["confidence"])) for c in record["clauses"]]
+    n = len(graph.entities)
+    known = graph.relation_matrix(relation)
+    pairs = np.array(asked, dtype=np.int64).reshape(-1, 2)
+    ranked = Classed((n, n), known, pairs[:, 0], pairs[:, 1])
+    chains = set()
+    for rule in paths.each(graph.known_matrices(), relation, length, seed):
+        ranked.add(rule.pairs, rule.confidence)
+        if not rule.reflexive:
+            chains.add(rule.atoms)
+    clauses = [c for c in clauses if path_of(c[0], sources) not in chains]  # a restatement left to the counted rule
+    for derived, (_, confidence) in zip(rule_pairs(graph, [r for r, _ in clauses], sources), clauses, strict=True):
+        ranked.add(derived, confidence)
+    bodies = graph.bodies()
+    constants = ConstantRules.mine(bodies, relation, known).scorer(bodies)
+    answers: dict[tuple[int, bool], list[int]] = {}
+    for h, t in graph.pairs(relation, SPLITS):
+        answers.setdefault((h, True), []).append(t)
+        answers.setdefault((t, False), []).append(h)
+    prior = dict(zip((True, False), popularity(known), strict=True))  # tails, heads
+    rankers = {asks: Ranker(n, prior[asks]) for asks in (True, False)}
+
+    def one(entity: int, answer: int, tail_asked: bool) -> tuple[list[tuple[int, float]], float]:
+        candidates, top, log_miss = ranked.merged(entity, tail_asked, constants.reduced(entity, tail_asked))
+        scores = combined(top, log_miss)
+        others = np.array([a for a in answers.get((entity, tail_asked), []) if a != answer], dtype=np.int64)
+        rank = rankers[tail_asked].rank(candidates, scores, answer, others)
+        listed = ~np.isin(candidates, others)
+        candidates, scores = candidates[listed], scores[listed]
+        best = np.lexsort((candidates, -prior[tail_asked][candidates], -scores))[:k]
+        return [(int(candidates[i]), float(scores[i])) for i in best], rank
+
+    out = []
+    for h, t in pairs.tolist():
+        heads, head_rank = one(t, h, False)
+        tails, tail_rank = one(h, t, True)
+        out.append(Answered(heads, tails, head_rank, tail_rank))
+    return out
 
 
 def predict(

@@ -162,15 +162,56 @@ def kg_train_command(
 @reported
 def kg_predict_command(
     output: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="What nlndl kg train -D wrote.")],
-    query: Annotated[str, typer.Option("--query", help="relation(head, ?) or relation(?, tail).")],
+    query: Annotated[
+        str | None, typer.Option("--query", help="relation(head, ?) or relation(?, tail): one query, explained.")
+    ] = None,
+    queries: Annotated[
+        Path | None,
+        typer.Option(
+            "--queries",
+            exists=True,
+            dir_okay=False,
+            help="A triples file (head<TAB>relation<TAB>tail, as test.txt): each triple asked both ways, the "
+            "answers written to --ranking, MRR and Hits@k of the triples printed.",
+        ),
+    ] = None,
+    to: Annotated[
+        Path | None,
+        typer.Option("--ranking", dir_okay=False, help="With --queries: the ranking file to write (AnyBURL's format)."),
+    ] = None,
     k: Annotated[int, typer.Option("-k", "--top", min=1, help="How many answers.")] = 10,
     json_out: JsonOption = False,
+    quiet: QuietOption = False,
 ) -> None:
     """The best answers to a query by the learned clauses and the rules with a constant, each with the rules
     that derive it and their confidences (the explanation), ranked as bench kg ranks (top-aggregation); known
-    triples are marked."""
+    triples are marked. With --queries FILE --ranking PATH, every triple of FILE asked both ways: the k best heads
+    and tails of each written to PATH, the other known answers left out, and the triples' filtered MRR and
+    Hits@k printed."""
     from nlndl.jobs import kg as kg_jobs
 
+    if (query is None) == (queries is None):
+        usage("give one of --query 'r(h, ?)' and --queries FILE")
+    if queries is not None:
+        if to is None:
+            usage("--queries needs --ranking PATH, the ranking file to write")
+
+        def tell(relation: str, count: int) -> None:
+            if not (quiet or json_out):
+                typer.echo(f"{relation}: ranking {count} triples both ways ...", err=True)
+
+        done = kg_jobs.rank_kg(output, queries, to, k, progress=tell)
+        found = done.metrics
+        if json_out:
+            typer.echo(json.dumps({"ranking": str(done.path), "triples": done.triples, **found.to_json()}, indent=2))
+            return
+        typer.echo(
+            f"wrote {done.path}: {done.triples} triples asked both ways; MRR {found.mrr:.4f}, Hits@1 "
+            f"{found.hits1:.4f}, Hits@3 {found.hits3:.4f}, Hits@10 {found.hits10:.4f} (filtered, ties at the mean rank)"
+        )
+        return
+    if to is not None:
+        usage("--ranking goes with --queries")
     try:
         answers = kg_jobs.predict_kg(output, query, k)
     except ValueError as exc:

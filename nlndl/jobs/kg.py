@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from nlndl.compiler import DEFAULT_MEMORY_LIMIT
 from nlndl.compiler.diagnostics import Diagnostics
@@ -22,6 +23,9 @@ from nlndl.defaults import (
 from nlndl.errors import Interrupted, JobError
 from nlndl.jobs import changed_files, from_record, output_dir, recorded_path, save
 from nlndl.output import OutputDir, OutputError
+
+if TYPE_CHECKING:
+    from nlndl.ranking import Metrics
 
 
 def write_kg_sketch(
@@ -243,12 +247,9 @@ def parse_query(text: str) -> tuple[str, str, bool]:
     return relation, (tail if head == "?" else head), head != "?"
 
 
-def predict_kg(output: Path, query: str, k: int = 10, memory_limit: int = DEFAULT_MEMORY_LIMIT) -> list:
-    """The ``k`` best answers to ``query`` by the clauses ``nlndl kg train -D OUTPUT`` wrote, each with the clauses
-    that derive it and their confidences (``nlndl.kg_rules.Prediction``); JobError naming what is missing."""
-    from nlndl.kg_rules import Graph, predict
-
-    relation, entity, tail_asked = parse_query(query)
+def trained(output: Path) -> tuple[dict[str, dict], Path, int, int]:
+    """What ``nlndl kg train -D OUTPUT`` wrote: per relation its record (rules.json), the graph's directory, and
+    the seed and path length the counted rules were found with; JobError naming what is missing."""
     path = Path(output) / "rules.json"
     try:
         record = json.loads(path.read_text())
@@ -258,16 +259,111 @@ def predict_kg(output: Path, query: str, k: int = 10, memory_limit: int = DEFAUL
         raise JobError(f"{path}: error: not found: nlndl kg train -D {output} writes it") from None
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise JobError(f"{path}:1:1: error: not a record written by nlndl kg train ({exc})") from None
-    if relation not in relations:
-        raise JobError(f"{path}: error: no rules for {relation!r} (learned: {', '.join(sorted(relations)[:10])})")
-    if "sources" not in relations[relation]:
+    if any("sources" not in one for one in relations.values()):
         raise JobError(f"{path}: error: written by an older nlndl kg train; train again to predict with it")
+    settings = record.get("config", {})  # the counted rules are found as training found them
+    return relations, data, int(settings.get("seed", 0)), int(settings.get("path_length", KG_PATH_LENGTH))
+
+
+def predict_kg(output: Path, query: str, k: int = 10, memory_limit: int = DEFAULT_MEMORY_LIMIT) -> list:
+    """The ``k`` best answers to ``query`` by the clauses ``nlndl kg train -D OUTPUT`` wrote, each with the clauses
+    that derive it and their confidences (``nlndl.kg_rules.Prediction``); JobError naming what is missing."""
+    from nlndl.kg_rules import Graph, predict
+
+    relation, entity, tail_asked = parse_query(query)
+    relations, data, seed, length = trained(output)
+    if relation not in relations:
+        path = Path(output) / "rules.json"
+        raise JobError(f"{path}: error: no rules for {relation!r} (learned: {', '.join(sorted(relations)[:10])})")
     graph = Graph.read(data, memory_limit)
     if entity not in graph.index:
         raise JobError(f"{data}: error: no entity {entity!r} in the graph")
-    settings = record.get("config", {})  # the counted rules are found as training found them
-    seed, length = int(settings.get("seed", 0)), int(settings.get("path_length", KG_PATH_LENGTH))
     return predict(graph, relations[relation], entity, tail_asked, k, seed, length)
+
+
+@dataclass
+class KGRanking:
+    """What :func:`rank_kg` did: the file written, the triples ranked, and MRR and Hits@k over both directions
+    (``nlndl.ranking.Metrics``)."""
+
+    path: Path
+    triples: int
+    metrics: Metrics
+
+
+def rank_kg(
+    output: Path,
+    queries: Path,
+    to: Path,
+    k: int = 10,
+    memory_limit: int = DEFAULT_MEMORY_LIMIT,
+    progress: Callable[[str, int], None] | None = None,
+) -> KGRanking:
+    """Every triple of ``queries`` (a triples file, as test.txt) asked both ways by the rules ``nlndl kg train -D
+    OUTPUT`` wrote, ranked as ``bench kg`` ranks (``nlndl.kg_rules.answer_all``): the ``k`` best heads and tails
+    of each written to ``to`` in AnyBURL's ranking format (the triple; then ``Heads: `` and ``Tails: ``, each
+    followed by entity and score pairs, tab-separated); the triples' own ranks give MRR and Hits@k.
+    Every check happens before the first relation is ranked; ``to`` appears whole or not at all."""
+    import numpy as np
+
+    from nlndl.compiler.diagnostics import Span
+    from nlndl.compiler.triples import read_triples
+    from nlndl.kg_rules import Graph, answer_all
+    from nlndl.output import check_writable, write_bytes_atomic
+    from nlndl.ranking import metrics
+
+    relations, data, seed, length = trained(output)
+    queries, to = Path(queries), Path(to)
+    try:
+        check_writable(to)
+    except OutputError as exc:
+        raise JobError(str(exc)) from None
+    theirs = {queries.resolve(): "the queries file"}  # the user's files and nlndl's own are never replaced
+    for folder, what in ((data, "a file of the graph"), (Path(output), "a file kg train wrote")):
+        theirs.update((p.resolve(), what) for p in folder.iterdir())
+    if to.resolve() in theirs:
+        raise JobError(f"{to}: error: would replace {theirs[to.resolve()]}; write the ranking elsewhere")
+    diags = Diagnostics()
+    triples = read_triples(queries, diags, memory_limit)
+    if diags:
+        raise JobError(diags.render())
+    graph = Graph.read(data, memory_limit)
+    lines = [line.removesuffix("\r") for line in diags.sources.get(str(queries), "").split("\n")]
+    numbers = [number for number, line in enumerate(lines, start=1) if line.strip()]
+    for number, (h, r, t) in zip(numbers, triples, strict=True):
+        if r not in relations:
+            where = Span(str(queries), number, len(h) + 2)
+            diags.error(where, f"no rules for {r!r} in {Path(output) / 'rules.json'}")
+        for name, column in ((h, 1), (t, len(h) + len(r) + 3)):
+            if name not in graph.index:
+                diags.error(Span(str(queries), number, column), f"no entity {name!r} in the graph {data}")
+    if diags:
+        raise JobError(diags.render())
+    by_relation: dict[str, list[int]] = {}
+    for at, (_, r, _) in enumerate(triples):
+        by_relation.setdefault(r, []).append(at)
+    answered: list = [None] * len(triples)
+    for relation, ats in by_relation.items():
+        if progress is not None:
+            progress(relation, len(ats))
+        asked = [(graph.index[triples[a][0]], graph.index[triples[a][2]]) for a in ats]
+        for at, one in zip(ats, answer_all(graph, relations[relation], asked, k, seed, length), strict=True):
+            answered[at] = one
+    names = graph.entities
+
+    def listed(found: list[tuple[int, float]]) -> str:
+        return "\t".join(f"{names[e]}\t{score:.6g}" for e, score in found)
+
+    text = "".join(
+        f"{h}\t{r}\t{t}\nHeads: {listed(one.heads)}\nTails: {listed(one.tails)}\n"
+        for (h, r, t), one in zip(triples, answered, strict=True)
+    )
+    try:
+        write_bytes_atomic(to, text.encode())
+    except OutputError as exc:
+        raise JobError(str(exc)) from None
+    ranks = np.array([x for one in answered for x in (one.head_rank, one.tail_rank)])
+    return KGRanking(to, len(triples), metrics(ranks))
 
 
 def closure_agrees(graph: object, learned: list, clingo_program: str) -> tuple[int, bool]:
