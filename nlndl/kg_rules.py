@@ -614,6 +614,25 @@ def answer_all(
     return out
 
 
+@dataclass
+class RankSettings:
+    """What ranking a relation's triples reads beside the graph and the record (:func:`answer_relation`): the
+    answers listed per query, and the seed and path length the counted rules are found with."""
+
+    memory_limit: int
+    k: int = 10
+    seed: int = 0
+    length: int = KG_PATH_LENGTH
+
+
+def answer_relation(
+    directory: Path, graph: Graph, target: str, settings: RankSettings, record: dict[str, Any], asked: list
+) -> list[Answered]:
+    """:func:`answer_all` of one relation, as a module-level function that worker processes are handed
+    (:func:`nlndl.workers.learn_in_workers`)."""
+    return answer_all(graph, record, asked, settings.k, settings.seed, settings.length)
+
+
 def predict(
     graph: Graph,
     record: dict[str, Any],

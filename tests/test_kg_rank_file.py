@@ -40,10 +40,11 @@ def graph(directory: Path, seed: int = 0) -> Path:
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> tuple[Path, Path]:
-    """(the graph, what kg train -D wrote for its relation r)."""
+    """(the graph, what kg train -D wrote for its relations r and q)."""
     base = tmp_path_factory.mktemp("rank")
     directory, out = graph(base / "kg"), base / "out"
-    result = runner.invoke(app, ["kg", "train", str(directory), "-D", str(out), "--relation", "r", *QUICK, "-q"])
+    relations = ["--relation", "r", "--relation", "q"]
+    result = runner.invoke(app, ["kg", "train", str(directory), "-D", str(out), *relations, *QUICK, "-q"])
     assert result.exit_code == 0, result.output
     return directory, out
 
@@ -103,6 +104,20 @@ def test_each_triples_answers_are_the_single_querys_without_the_other_known_answ
             single = {a["entity"]: a["score"] for a in json.loads(asked.output)["answers"]}
             other = {e for e in single if e != own and ((e, rel, t) if label == "Heads: " else (h, rel, e)) in known}
             assert dict(listed) == pytest.approx({e: s for e, s in single.items() if e not in other}, abs=1e-5)
+
+
+def test_relations_ranked_side_by_side_write_the_same_file(trained, tmp_path):
+    """Two relations' triples ranked by two worker processes and by this one give the same bytes."""
+    directory, out = trained
+    queries = tmp_path / "queries.txt"
+    q = [line for line in (directory / "train.txt").read_text().splitlines() if line.split("\t")[1] == "q"]
+    queries.write_text((directory / "test.txt").read_text() + "".join(x + "\n" for x in q[:5]))
+    one, two = (
+        ranked(out, queries, tmp_path / "one.txt", "--jobs", "1"),
+        ranked(out, queries, tmp_path / "two.txt", "--jobs", "2"),
+    )
+    assert (tmp_path / "one.txt").read_bytes() == (tmp_path / "two.txt").read_bytes()
+    assert one["mrr"] == two["mrr"] and one["queries"] == 2 * 17
 
 
 def test_bad_queries_are_located_and_nothing_is_written(trained, tmp_path):

@@ -180,6 +180,16 @@ def kg_predict_command(
         typer.Option("--ranking", dir_okay=False, help="With --queries: the ranking file to write (AnyBURL's format)."),
     ] = None,
     k: Annotated[int, typer.Option("-k", "--top", min=1, help="How many answers.")] = 10,
+    jobs: Annotated[
+        int,
+        typer.Option(
+            "--jobs",
+            min=0,
+            metavar="N",
+            help="With --queries: relations ranked at once, each by its own process (0: one per core; the "
+            "ranking is the same).",
+        ),
+    ] = KG_JOBS,
     json_out: JsonOption = False,
     quiet: QuietOption = False,
 ) -> None:
@@ -200,7 +210,7 @@ def kg_predict_command(
             if not (quiet or json_out):
                 typer.echo(f"{relation}: ranking {count} triples both ways ...", err=True)
 
-        done = kg_jobs.rank_kg(output, queries, to, k, progress=tell)
+        done = kg_jobs.rank_kg(output, queries, to, k, progress=tell, jobs=jobs)
         found = done.metrics
         if json_out:
             typer.echo(json.dumps({"ranking": str(done.path), "triples": done.triples, **found.to_json()}, indent=2))
