@@ -202,6 +202,58 @@ def rule_pairs(graph: Graph, rules: list[Rule], sources: dict[str, str]) -> list
     return out
 
 
+def closure(db: dict[str, set[tuple[int, int]]], rules: list[Rule], n: int) -> dict[str, set[tuple[int, int]]]:
+    """The least model of ``rules`` over ``db`` (relation identifier -> pairs of entity indices below ``n``), as
+    :func:`nlndl.compiler.crisp.evaluate` computes it, but with each chain-shaped rule (:func:`chain`) a product
+    of sparse matrices, round by round on the pairs the last round added (semi-naive: one recursive atom reads
+    them, the others the relations so far); any other rule is solved by the crisp evaluator on the relations
+    so far, every round. A program with negation goes to the crisp evaluator whole."""
+    if any(a.negated for rule in rules for a in rule.body):
+        return evaluate(db, rules)
+
+    def matrix(pairs: set[tuple[int, int]]) -> sparse.csr_matrix:
+        if not pairs:
+            return sparse.csr_matrix((n, n), dtype=np.float32)
+        h, t = np.array(sorted(pairs)).T
+        return sparse.csr_matrix((np.ones(h.size, dtype=np.float32), (h, t)), shape=(n, n))
+
+    def pairs_of(m: sparse.csr_matrix) -> set[tuple[int, int]]:
+        h, t = m.nonzero()
+        return set(zip(h.tolist(), t.tolist(), strict=True))
+
+    heads = {rule.head for rule in rules}
+    held = {name: matrix(pairs) for name, pairs in db.items()}
+    for head in heads:
+        held.setdefault(head, matrix(set()))
+    shaped = [(rule, chain(rule)) for rule in rules]
+    delta: dict[str, sparse.csr_matrix] | None = None  # the first round reads every relation whole
+    while True:
+        new = {head: sparse.csr_matrix((n, n), dtype=np.float32) for head in heads}
+        for rule, path in shaped:
+            if path is None:
+                alone = Rule("derived__", rule.head_args, rule.body)
+                sources = {a.predicate: pairs_of(held.get(a.predicate, matrix(set()))) for a in rule.body}
+                new[rule.head] = new[rule.head] + matrix(set(evaluate(sources, [alone]).get("derived__", set())))
+                continue
+            at = [None] if delta is None else [i for i, (p, _) in enumerate(path) if p in heads]
+            for i in at:
+                product = None
+                for j, (predicate, backwards) in enumerate(path):
+                    step = delta[predicate] if j == i else held.get(predicate, matrix(set()))
+                    step = step.T.tocsr() if backwards else step
+                    product = step if product is None else boolean(product @ step)
+                new[rule.head] = new[rule.head] + product
+        delta = {}
+        for head in heads:
+            found = boolean(new[head])
+            fresh = (found - found.multiply(held[head])).tocsr()
+            fresh.eliminate_zeros()
+            delta[head] = fresh
+            held[head] = boolean(held[head] + fresh)
+        if not any(d.nnz for d in delta.values()):
+            return {name: pairs_of(m) for name, m in held.items()}
+
+
 class PoolJudge:
     """Whether a clause read out improves a relation's clause pool: it raises the best confidence with which
     some known triple of the relation is derived, so that max-aggregation would rank that triple higher. Each

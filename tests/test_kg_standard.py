@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import sparse
 from typer.testing import CliRunner
 
@@ -393,3 +395,30 @@ def test_kg_predict_takes_a_rules_confidence_for_the_class_of_each_answer(tmp_pa
         return rule["confidence"]
 
     assert sibling("m0_0") < sibling("m1_3") == sibling("m1_0")
+
+
+@given(st.data())
+@settings(max_examples=40, deadline=None)
+def test_the_closure_by_sparse_products_is_the_crisp_evaluators(data):
+    """kg train's check of the written program: the least model with chain rules as semi-naive products of
+    sparse matrices (``kg_rules.closure``) is the crisp evaluator's, recursion and rules of other shapes too."""
+    from nlndl.kg_rules import closure
+
+    n = 7
+    pairs = st.sets(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=12)
+    db = {name: data.draw(pairs) for name in ("p", "q", "r", "s")}
+    letters = "ABCD"
+    rules = []
+    for _ in range(data.draw(st.integers(1, 4))):
+        head = data.draw(st.sampled_from(["r", "s"]))
+        length = data.draw(st.integers(1, 3))
+        names = ["X", *letters[: length - 1], "Y"]
+        body = []
+        for i in range(length):
+            a, b = names[i], names[i + 1]
+            a, b = (b, a) if data.draw(st.booleans()) else (a, b)
+            body.append(atom(data.draw(st.sampled_from(["p", "q", "r", "s"])), a, b))
+        rules.append(Rule(head, (("v", "X"), ("v", "Y")), tuple(body)))
+    if data.draw(st.booleans()):  # a variable off the path: no chain, solved by the crisp evaluator
+        rules.append(Rule("r", (("v", "X"), ("v", "Y")), (atom("s", "Y", "X"), atom("p", "X", "Z"))))
+    assert closure(db, rules, n) == evaluate(db, rules)

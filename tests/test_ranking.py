@@ -318,3 +318,22 @@ def test_ranks_from_the_scored_candidates_alone_are_the_mean_ranks_of_the_whole_
         row = np.zeros(size)
         row[candidates] = scores
         assert ranker.rank(candidates, scores, answer, filtered) == mean_rank(row, answer, filtered, prior)
+
+
+def test_kg_train_leaves_a_closure_past_its_bound_to_nlndl_alone(tmp_path, monkeypatch):
+    """Past KG_CHECKED_CLOSURE new triples the written program is not also run by clingo: the run says so,
+    rules.json holds null for the agreement, and it exits 0."""
+    import nlndl.engines
+    from nlndl.jobs import kg as kg_jobs
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("clingo was run")
+
+    monkeypatch.setattr(kg_jobs, "KG_CHECKED_CLOSURE", 0)
+    monkeypatch.setattr(nlndl.engines, "clingo_model", refuse)
+    out = tmp_path / "rules"
+    result = runner.invoke(app, ["kg", "train", str(graph(tmp_path)), "-D", str(out), "--time-limit", "30", "-q"])
+    assert result.exit_code == 0, result.output
+    assert "past 0: not also run by clingo" in result.output
+    report = json.loads((out / "rules.json").read_text())
+    assert report["closure"]["clingo_agrees_with_crisp"] is None and report["closure"]["derived"] > 0

@@ -15,6 +15,7 @@ from nlndl.compiler import DEFAULT_MEMORY_LIMIT
 from nlndl.compiler.diagnostics import Diagnostics
 from nlndl.compiler.triples import KGSketch, kg_sketch
 from nlndl.defaults import (
+    KG_CHECKED_CLOSURE,
     KG_COUNTED_RULES,
     KG_JOBS,
     KG_NEGATIVES,
@@ -64,8 +65,8 @@ class KGTraining:
     exported program compares with nlndl's crisp evaluator's."""
 
     learned: list  # list[nlndl.kg_rules.RelationRules]; empty on a torchrun rank other than 0, which writes nothing
-    derived: int  # new triples (not known) the exported program derives, by clingo
-    agree: bool  # clingo and the crisp evaluator derive the same triples
+    derived: int  # new triples (not known) the exported program derives, by nlndl (and by clingo where checked)
+    agree: bool | None  # clingo and nlndl derive the same triples; None: past KG_CHECKED_CLOSURE, not run by clingo
     files: list[Path]
     report: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # warnings found before the work (an earlier output left mixed)
@@ -386,26 +387,31 @@ def rank_kg(
     return KGRanking(to, len(triples), metrics(ranks))
 
 
-def closure_agrees(graph: object, learned: list, clingo_program: str) -> tuple[int, bool]:
-    """The triples the exported program derives that were not known (by clingo), and whether nlndl's crisp
-    evaluator, run on the same rules and triples, derives exactly the same."""
-    from nlndl.compiler.crisp import evaluate
+def closure_agrees(
+    graph: object, learned: list, clingo_program: str, limit: int | None = None
+) -> tuple[int, bool | None]:
+    """The triples the exported program derives that were not known, and whether clingo, run on the written
+    program, derives exactly what nlndl does (``kg_rules.closure``: chain rules as sparse products, the rest by
+    the crisp evaluator); None, clingo not run, where nlndl's closure holds more than ``limit`` new triples
+    (``KG_CHECKED_CLOSURE``)."""
     from nlndl.datalog import Names
     from nlndl.engines import clingo_model
     from nlndl.kg_export import rules, sources
-    from nlndl.kg_rules import KNOWN
+    from nlndl.kg_rules import KNOWN, closure
 
     held = sources(learned)
     names = Names.for_relations(list(held))
     heads = {one.head for one in learned}
     db = {ident: set(graph.pairs(relation, KNOWN)) for ident, relation in held.items()}
-    crisp = evaluate(db, rules(learned))
+    crisp = closure(db, rules(learned), len(graph.entities))
     ours = {(h, a, b) for h in heads for a, b in crisp.get(h, set())}
+    known = {(h, a, b) for h in heads for a, b in db[h]}
+    if len(ours - known) > (KG_CHECKED_CLOSURE if limit is None else limit):
+        return len(ours - known), None
     theirs = set()
     originals = names.originals()
     for pred, args in clingo_model(clingo_program, {names(h): 2 for h in heads}):
         original = originals.get(pred, pred)
         if original in heads:
             theirs.add((original, graph.index[str(args[0])], graph.index[str(args[1])]))
-    known = {(h, a, b) for h in heads for a, b in db[h]}
     return len(theirs - known), ours == theirs
