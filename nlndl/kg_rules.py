@@ -109,11 +109,15 @@ class Graph:
         return self.one_atom_bodies
 
     def matrix(self, pairs: set[tuple[int, int]]) -> sparse.csr_matrix:
-        n = len(self.entities)
-        if not pairs:
-            return sparse.csr_matrix((n, n), dtype=np.float32)
-        h, t = np.array(sorted(pairs)).T
-        return sparse.csr_matrix((np.ones(h.size, dtype=np.float32), (h, t)), shape=(n, n))
+        return pair_matrix(pairs, len(self.entities))
+
+
+def pair_matrix(pairs: set[tuple[int, int]], n: int) -> sparse.csr_matrix:
+    """``pairs`` of entity indices below ``n`` as an n x n 0/1 matrix."""
+    if not pairs:
+        return sparse.csr_matrix((n, n), dtype=np.float32)
+    h, t = np.array(sorted(pairs)).T
+    return sparse.csr_matrix((np.ones(h.size, dtype=np.float32), (h, t)), shape=(n, n))
 
 
 def read_graph(directory: Path, memory_limit: int | None = None) -> Graph:
@@ -177,6 +181,17 @@ def restates(rule: Rule, target: str, sources: dict[str, str]) -> bool:
     )
 
 
+def chain_product(path: list[tuple[str, bool]], relation: Callable[[int, str], sparse.csr_matrix]) -> sparse.csr_matrix:
+    """The pairs a chain-shaped clause's body derives (its :func:`chain`): the product of its atoms' 0/1
+    matrices, ``relation(j, predicate)`` that of the ``j``-th atom, transposed where it is read backwards."""
+    product = None
+    for j, (predicate, backwards) in enumerate(path):
+        step = relation(j, predicate)
+        step = step.T.tocsr() if backwards else step
+        product = step if product is None else boolean(product @ step)
+    return boolean(product)
+
+
 def rule_pairs(graph: Graph, rules: list[Rule], sources: dict[str, str]) -> list[sparse.csr_matrix]:
     """Each rule's derived (head, tail) pairs on facts + train: a chain-shaped clause (:func:`chain`) as the
     product of its relations' matrices, any other by the crisp evaluator over entity indices; ``sources`` maps
@@ -186,12 +201,7 @@ def rule_pairs(graph: Graph, rules: list[Rule], sources: dict[str, str]) -> list
     for rule in rules:
         path = chain(rule)
         if path is not None:
-            product = None
-            for predicate, backwards in path:
-                step = graph.relation_matrix(sources[predicate])
-                step = step.T.tocsr() if backwards else step
-                product = step if product is None else boolean(product @ step)
-            out.append(boolean(product))
+            out.append(chain_product(path, lambda _, predicate: graph.relation_matrix(sources[predicate])))
             continue
         for a in rule.body:
             if a.predicate not in db:
@@ -211,20 +221,15 @@ def closure(db: dict[str, set[tuple[int, int]]], rules: list[Rule], n: int) -> d
     if any(a.negated for rule in rules for a in rule.body):
         return evaluate(db, rules)
 
-    def matrix(pairs: set[tuple[int, int]]) -> sparse.csr_matrix:
-        if not pairs:
-            return sparse.csr_matrix((n, n), dtype=np.float32)
-        h, t = np.array(sorted(pairs)).T
-        return sparse.csr_matrix((np.ones(h.size, dtype=np.float32), (h, t)), shape=(n, n))
-
     def pairs_of(m: sparse.csr_matrix) -> set[tuple[int, int]]:
         h, t = m.nonzero()
         return set(zip(h.tolist(), t.tolist(), strict=True))
 
     heads = {rule.head for rule in rules}
-    held = {name: matrix(pairs) for name, pairs in db.items()}
+    empty = pair_matrix(set(), n)
+    held = {name: pair_matrix(pairs, n) for name, pairs in db.items()}
     for head in heads:
-        held.setdefault(head, matrix(set()))
+        held.setdefault(head, empty)
     shaped = [(rule, chain(rule)) for rule in rules]
     delta: dict[str, sparse.csr_matrix] | None = None  # the first round reads every relation whole
     while True:
@@ -232,17 +237,16 @@ def closure(db: dict[str, set[tuple[int, int]]], rules: list[Rule], n: int) -> d
         for rule, path in shaped:
             if path is None:
                 alone = Rule("derived__", rule.head_args, rule.body)
-                sources = {a.predicate: pairs_of(held.get(a.predicate, matrix(set()))) for a in rule.body}
-                new[rule.head] = new[rule.head] + matrix(set(evaluate(sources, [alone]).get("derived__", set())))
+                sources = {a.predicate: pairs_of(held.get(a.predicate, empty)) for a in rule.body}
+                derived = evaluate(sources, [alone]).get("derived__", set())
+                new[rule.head] = new[rule.head] + pair_matrix(set(derived), n)
                 continue
             at = [None] if delta is None else [i for i, (p, _) in enumerate(path) if p in heads]
             for i in at:
-                product = None
-                for j, (predicate, backwards) in enumerate(path):
-                    step = delta[predicate] if j == i else held.get(predicate, matrix(set()))
-                    step = step.T.tocsr() if backwards else step
-                    product = step if product is None else boolean(product @ step)
-                new[rule.head] = new[rule.head] + product
+                new[rule.head] = new[rule.head] + chain_product(  # atom i reads the last round's pairs
+                    path,
+                    lambda j, predicate, i=i, last=delta: last[predicate] if j == i else held.get(predicate, empty),
+                )
         delta = {}
         for head in heads:
             found = boolean(new[head])

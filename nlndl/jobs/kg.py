@@ -357,7 +357,10 @@ def rank_kg(
     workers = worker_count(jobs, len(order), TRAIN_MEMORY_BYTES)
     if workers > 1:
         extra = {r: (relations[r], asked[r]) for r in order}
-        started = lambda r: told(r, len(asked[r]))  # noqa: E731
+
+        def started(relation: str) -> None:
+            told(relation, len(asked[relation]))
+
         done = learn_in_workers(
             read_graph, answer_relation, data, order, settings, workers, started, lambda _: None, extra
         )
@@ -406,8 +409,9 @@ def closure_agrees(
     crisp = closure(db, rules(learned), len(graph.entities))
     ours = {(h, a, b) for h in heads for a, b in crisp.get(h, set())}
     known = {(h, a, b) for h in heads for a, b in db[h]}
-    if len(ours - known) > (KG_CHECKED_CLOSURE if limit is None else limit):
-        return len(ours - known), None
+    derived = len(ours - known)
+    if derived > (KG_CHECKED_CLOSURE if limit is None else limit):
+        return derived, None
     theirs = set()
     originals = names.originals()
     for pred, args in clingo_model(clingo_program, {names(h): 2 for h in heads}):
