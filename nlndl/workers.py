@@ -99,11 +99,13 @@ def learn_in_workers(
     started: Callable[[str], None],
     finished: Callable[[Any], None],
     extra: dict[str, tuple[Any, ...]] | None = None,
+    doing: str = "learning",
 ) -> dict[str, Any]:
     """Each of ``targets`` learned by one of ``workers`` processes, in the given order as workers come free:
     each worker reads the graph once, ``read(directory, config.memory_limit)``, and learns a relation with
     ``learn(directory, graph, target, config, *extra[target])`` (both module-level functions, which a worker
-    imports; ``extra``: further arguments per target, none by default).
+    imports; ``extra``: further arguments per target, none by default; ``doing``: what a worker does with a
+    relation, as an error names it).
     ``started`` is told each relation as it is handed out, ``finished`` each one learned, as it arrives. The
     first error a worker raises is raised here (JobError for a worker that died, say killed for memory), and
     every worker is ended."""
@@ -133,7 +135,7 @@ def learn_in_workers(
                     _, learned = future.result()
                 except BrokenProcessPool:
                     raise JobError(
-                        f"{directory}: error: the worker process learning relation {target!r} ended without a "
+                        f"{directory}: error: the worker process {doing} relation {target!r} ended without a "
                         "result (killed, perhaps for lack of memory); try --jobs 1, or a lower --memory-limit"
                     ) from None
                 out[target] = learned

@@ -120,6 +120,30 @@ def test_relations_ranked_side_by_side_write_the_same_file(trained, tmp_path):
     assert one["mrr"] == two["mrr"] and one["queries"] == 2 * 17
 
 
+def test_a_ranking_worker_that_dies_is_named_and_nothing_is_written(trained, tmp_path, monkeypatch):
+    """A worker killed while it ranks a relation (say for memory): exit 1, the relation and what the worker was
+    doing named, no ranking file."""
+    from nlndl import kg_rules
+
+    directory, out = trained
+    queries = tmp_path / "queries.txt"
+    q = [line for line in (directory / "train.txt").read_text().splitlines() if line.split("\t")[1] == "q"]
+    queries.write_text((directory / "test.txt").read_text() + "".join(x + "\n" for x in q[:5]))
+    monkeypatch.setattr(kg_rules, "answer_relation", _die)
+    to = tmp_path / "ranks.txt"
+    args = ["kg", "predict", str(out), "--queries", str(queries), "--ranking", str(to), "--jobs", "2"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 1
+    assert "worker process ranking relation" in result.output and "ended without a result" in result.output
+    assert not to.exists()
+
+
+def _die(*args, **kwargs):
+    import os
+
+    os._exit(9)  # as a worker killed for memory would end
+
+
 def test_bad_queries_are_located_and_nothing_is_written(trained, tmp_path):
     directory, out = trained
     to = tmp_path / "ranks.txt"

@@ -101,7 +101,7 @@ def test_a_worker_that_dies_is_a_located_error(tmp_path, monkeypatch):
     from nlndl import kg_rules as kg
 
     monkeypatch.setattr(kg, "learn_relation", _die)
-    with pytest.raises(JobError, match="ended without a result"):
+    with pytest.raises(JobError, match="worker process learning relation '(aunt|uncle)' ended without a result"):
         learn_graph(directory, graph, ["aunt", "uncle"], config)
 
 

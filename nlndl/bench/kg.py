@@ -294,7 +294,8 @@ def run(
     started_one = (lambda target: None) if learn else told
     if workers > 1:
         tasks = {t: (split,) for t in mine}
-        done = learn_in_workers(read_graph, work, directory, mine, config, workers, started_one, finished, tasks)
+        doing = "learning" if learn else "ranking"
+        done = learn_in_workers(read_graph, work, directory, mine, config, workers, started_one, finished, tasks, doing)
     else:
         done = {}
         with one_thread() if learn else nullcontext():  # one torch thread, as in a worker

@@ -362,7 +362,7 @@ def rank_kg(
             told(relation, len(asked[relation]))
 
         done = learn_in_workers(
-            read_graph, answer_relation, data, order, settings, workers, started, lambda _: None, extra
+            read_graph, answer_relation, data, order, settings, workers, started, lambda _: None, extra, "ranking"
         )
     else:
         done = {}
