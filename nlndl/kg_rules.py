@@ -233,11 +233,15 @@ def closure(db: dict[str, set[tuple[int, int]]], rules: list[Rule], n: int) -> d
     shaped = [(rule, chain(rule)) for rule in rules]
     delta: dict[str, sparse.csr_matrix] | None = None  # the first round reads every relation whole
     while True:
-        new = {head: sparse.csr_matrix((n, n), dtype=np.float32) for head in heads}
+        new = {head: empty for head in heads}
+        as_pairs: dict[str, set[tuple[int, int]]] = {}  # this round's relations, for the crisp evaluator's rules
         for rule, path in shaped:
             if path is None:
                 alone = Rule("derived__", rule.head_args, rule.body)
-                sources = {a.predicate: pairs_of(held.get(a.predicate, empty)) for a in rule.body}
+                for a in rule.body:
+                    if a.predicate not in as_pairs:
+                        as_pairs[a.predicate] = pairs_of(held.get(a.predicate, empty))
+                sources = {a.predicate: as_pairs[a.predicate] for a in rule.body}
                 derived = evaluate(sources, [alone]).get("derived__", set())
                 new[rule.head] = new[rule.head] + pair_matrix(set(derived), n)
                 continue

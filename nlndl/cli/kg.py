@@ -150,16 +150,14 @@ def kg_train_command(
         typer.echo(json.dumps(done.report, indent=2))
     else:
         if done.agree is None:
-            typer.echo(
-                f"wrote {', '.join(str(p) for p in done.files[:3])} and the facts; the program's closure holds "
-                f"{done.derived:,} new triples (nlndl), past {kg_jobs.KG_CHECKED_CLOSURE:,}: not also run by clingo"
+            closure = (
+                f"the program's closure holds {done.derived:,} new triples (nlndl), past "
+                f"{kg_jobs.KG_CHECKED_CLOSURE:,}: not also run by clingo"
             )
         else:
             check = "agree" if done.agree else "DISAGREE"
-            typer.echo(
-                f"wrote {', '.join(str(p) for p in done.files[:3])} and the facts; clingo and nlndl {check} on "
-                f"the program's closure ({done.derived:,} new triples)"
-            )
+            closure = f"clingo and nlndl {check} on the program's closure ({done.derived:,} new triples)"
+        typer.echo(f"wrote {', '.join(str(p) for p in done.files[:3])} and the facts; {closure}")
     if done.agree is False:
         raise typer.Exit(1)
 
