@@ -49,7 +49,7 @@ from nlndl.ranking import Aggregate, Classed, Ranker, by_class, combined, popula
 from nlndl.runtime.budget import BudgetError
 from nlndl.runtime.train import TrainConfig
 from nlndl.verify import Score
-from nlndl.workers import learn_in_workers, one_thread, worker_count
+from nlndl.workers import each_relation, worker_count
 
 KNOWN = ("facts", "train")  # the splits rules read and confidences count on
 EXPLAINED = 5  # counted rules (paths, and rules with a constant) listed per predicted answer, best first
@@ -550,13 +550,7 @@ def learn_graph(
                 progress(relations.index(target), len(relations), target, kept[target])
     todo = [r for r in mine if r not in kept]
     workers = worker_processes(config, len(todo))
-    if workers > 1:
-        learn_in_workers(read_graph, learn_relation, directory, todo, config, workers, started, finished)
-    else:
-        with one_thread():
-            for target in todo:
-                started(target)
-                finished(learn_relation(directory, graph, target, config))
+    each_relation(read_graph, learn_relation, directory, graph, todo, config, workers, started, finished)
     return gather([done[r] for r in mine], at)
 
 

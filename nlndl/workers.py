@@ -16,7 +16,7 @@ import signal
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -148,4 +148,32 @@ def learn_in_workers(
             for process in list(processes.values()):
                 process.terminate()
         pool.shutdown(wait=True, cancel_futures=True)
+    return out
+
+
+def each_relation(
+    read: Callable[[Path, int], Any],
+    work: Callable[..., Any],
+    directory: Path,
+    graph: Any,
+    targets: list[str],
+    config: Any,
+    workers: int,
+    started: Callable[[str], None],
+    finished: Callable[[Any], None],
+    extra: dict[str, tuple[Any, ...]] | None = None,
+    doing: str = "learning",
+    here: Callable[[], AbstractContextManager] = one_thread,
+) -> dict[str, Any]:
+    """Each of ``targets`` done by ``work`` as :func:`learn_in_workers` does it, by ``workers`` processes, or,
+    with one worker, in this process on ``graph`` (already read) inside ``here()``: one torch thread by default,
+    as in a worker, so that the result does not depend on the number of workers."""
+    if workers > 1:
+        return learn_in_workers(read, work, directory, targets, config, workers, started, finished, extra, doing)
+    out: dict[str, Any] = {}
+    with here():
+        for target in targets:
+            started(target)
+            out[target] = work(directory, graph, target, config, *(extra or {}).get(target, ()))
+            finished(out[target])
     return out

@@ -58,7 +58,7 @@ from nlndl.ranking import (
     popularity,
     ranks_of,
 )
-from nlndl.workers import learn_in_workers, one_thread
+from nlndl.workers import each_relation, one_thread
 
 
 def path_rules(graph: Graph, target: str, length: int = LENGTH) -> list[tuple[str, sparse.csr_matrix, float]]:
@@ -292,17 +292,11 @@ def run(
     told = progress or (lambda target: None)
     finished = (lambda got: told(got[0]["relation"])) if learn else (lambda got: None)
     started_one = (lambda target: None) if learn else told
-    if workers > 1:
-        tasks = {t: (split,) for t in mine}
-        doing = "learning" if learn else "ranking"
-        done = learn_in_workers(read_graph, work, directory, mine, config, workers, started_one, finished, tasks, doing)
-    else:
-        done = {}
-        with one_thread() if learn else nullcontext():  # one torch thread, as in a worker
-            for target in mine:
-                started_one(target)
-                done[target] = work(directory, graph, target, config, split)
-                finished(done[target])
+    tasks = {t: (split,) for t in mine}
+    doing, here = ("learning", one_thread) if learn else ("ranking", nullcontext)
+    done = each_relation(
+        read_graph, work, directory, graph, mine, config, workers, started_one, finished, tasks, doing, here
+    )
     gathered = gather([done[t] for t in mine], at)
     if gathered is None:  # rank 0 reports; the others wait until it has
         at.barrier()

@@ -7,6 +7,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -316,7 +317,7 @@ def rank_kg(
     from nlndl.kg_rules import Graph, RankSettings, answer_relation, read_graph
     from nlndl.output import check_writable, write_bytes_atomic
     from nlndl.ranking import metrics
-    from nlndl.workers import learn_in_workers, worker_count
+    from nlndl.workers import each_relation, worker_count
 
     relations, data, seed, length = trained(output)
     queries, to = Path(queries), Path(to)
@@ -355,20 +356,15 @@ def rank_kg(
     order = list(by_relation)
     told = progress or (lambda relation, count: None)
     workers = worker_count(jobs, len(order), TRAIN_MEMORY_BYTES)
-    if workers > 1:
-        extra = {r: (relations[r], asked[r]) for r in order}
+    extra = {r: (relations[r], asked[r]) for r in order}
 
-        def started(relation: str) -> None:
-            told(relation, len(asked[relation]))
+    def started(relation: str) -> None:
+        told(relation, len(asked[relation]))
 
-        done = learn_in_workers(
-            read_graph, answer_relation, data, order, settings, workers, started, lambda _: None, extra, "ranking"
-        )
-    else:
-        done = {}
-        for r in order:
-            told(r, len(asked[r]))
-            done[r] = answer_relation(data, graph, r, settings, relations[r], asked[r])
+    done = each_relation(
+        read_graph, answer_relation, data, graph, order, settings, workers, started, lambda _: None, extra,
+        "ranking", nullcontext,
+    )  # fmt: skip
     answered: list = [None] * len(triples)
     for relation, ats in by_relation.items():
         for at, one in zip(ats, done[relation], strict=True):
