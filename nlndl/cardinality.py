@@ -35,11 +35,17 @@ def degrees(known: sparse.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
     )
 
 
+def class_of(count: np.ndarray) -> np.ndarray:
+    """The class of a candidate with ``count`` other known triples in its role: the count, capped at
+    ``CLASSES - 1``."""
+    return np.minimum(count, CLASSES - 1)
+
+
 def classes(known: sparse.csr_matrix) -> Classes:
     """Per entity, its class as a candidate tail (the known pairs it is the tail of, capped at ``CLASSES - 1``)
     and as a candidate head (the known pairs it is the head of)."""
     tails, heads = degrees(known)
-    return np.minimum(tails, CLASSES - 1), np.minimum(heads, CLASSES - 1)
+    return class_of(tails), class_of(heads)
 
 
 def tally(pairs: sparse.csr_matrix, known: sparse.csr_matrix, degree: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
@@ -55,9 +61,9 @@ def tally(pairs: sparse.csr_matrix, known: sparse.csr_matrix, degree: tuple[np.n
     for side, (every, hits, count) in enumerate(
         ((pairs.indices, correct.indices, degree[0]), (rows, hit_rows, degree[1]))
     ):
-        as_is = np.bincount(np.minimum(count[every], CLASSES - 1), minlength=CLASSES)
-        hit_as_is = np.bincount(np.minimum(count[hits], CLASSES - 1), minlength=CLASSES)
-        hit_left_out = np.bincount(np.minimum(count[hits] - 1, CLASSES - 1), minlength=CLASSES)
+        as_is = np.bincount(class_of(count[every]), minlength=CLASSES)
+        hit_as_is = np.bincount(class_of(count[hits]), minlength=CLASSES)
+        hit_left_out = np.bincount(class_of(count[hits] - 1), minlength=CLASSES)
         out[side, 0] = hit_left_out
         out[side, 1] = as_is - hit_as_is + hit_left_out  # a known pair counted in its candidate's class without itself
     return out

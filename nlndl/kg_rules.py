@@ -716,7 +716,7 @@ def predict(
     degree, side = cardinality.degrees(known_pairs), 0 if tail_asked else 1
     held = degree[side].copy()  # each candidate's known triples in its role, the asked pair itself left out
     held[line(known_pairs).indices] -= 1
-    kind = np.minimum(held, cardinality.CLASSES - 1)  # each candidate's class, as a ranked triple's is counted
+    kind = cardinality.class_of(held)  # each candidate's class, as a ranked triple's is counted
 
     def classed(pairs: sparse.csr_matrix, confidence: float) -> np.ndarray:
         """A rule's confidence per class of candidate (none where it has none, as the ranking takes it)."""
