@@ -683,7 +683,7 @@ def answer_relation(
     directory: Path, graph: Graph, target: str, settings: RankSettings, record: dict[str, Any], asked: list
 ) -> list[Answered]:
     """:func:`answer_all` of one relation, as a module-level function that worker processes are handed
-    (:func:`nlndl.workers.learn_in_workers`)."""
+    (:func:`nlndl.workers.each_relation`)."""
     return answer_all(graph, record, asked, settings.k, settings.seed, settings.length)
 
 

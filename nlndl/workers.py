@@ -81,18 +81,19 @@ def _start(read: Callable[[Path, int], Any], directory: Path, memory_limit: int)
         _graph = exc
 
 
-def _learn(
-    learn: Callable[..., Any], directory: Path, target: str, config: Any, extra: tuple[Any, ...]
+def _work(
+    work: Callable[..., Any], directory: Path, target: str, config: Any, extra: tuple[Any, ...]
 ) -> tuple[str, Any]:
     if isinstance(_graph, Exception):
         raise _graph
-    return target, learn(directory, _graph, target, config, *extra)
+    return target, work(directory, _graph, target, config, *extra)
 
 
-def learn_in_workers(
+def each_relation(
     read: Callable[[Path, int], Any],
-    learn: Callable[..., Any],
+    work: Callable[..., Any],
     directory: Path,
+    graph: Any,
     targets: list[str],
     config: Any,
     workers: int,
@@ -100,29 +101,37 @@ def learn_in_workers(
     finished: Callable[[Any], None],
     extra: dict[str, tuple[Any, ...]] | None = None,
     doing: str = "learning",
+    here: Callable[[], AbstractContextManager] = one_thread,
 ) -> dict[str, Any]:
-    """Each of ``targets`` learned by one of ``workers`` processes, in the given order as workers come free:
-    each worker reads the graph once, ``read(directory, config.memory_limit)``, and learns a relation with
-    ``learn(directory, graph, target, config, *extra[target])`` (both module-level functions, which a worker
-    imports; ``extra``: further arguments per target, none by default; ``doing``: what a worker does with a
-    relation, as an error names it).
-    ``started`` is told each relation as it is handed out, ``finished`` each one learned, as it arrives. The
-    first error a worker raises is raised here (JobError for a worker that died, say killed for memory), and
-    every worker is ended."""
+    """Each of ``targets`` done with ``work(directory, graph, target, config, *extra[target])`` (``extra``:
+    further arguments per target, none by default), by ``workers`` processes in the given order as they come
+    free, or with one worker in this process on ``graph`` (already read) inside ``here()``: one torch thread by
+    default, as in a worker, so that the result does not depend on the number of workers. A worker reads the
+    graph once, ``read(directory, config.memory_limit)``; ``read`` and ``work`` are module-level functions,
+    which a worker imports. ``started`` is told each relation as it is handed out, ``finished`` each one done,
+    as it arrives. The first error raised is raised here (JobError for a worker that died, say killed for
+    memory, naming what it was ``doing`` with which relation), and every worker is ended."""
+    out: dict[str, Any] = {}
+    if workers <= 1:
+        with here():
+            for target in targets:
+                started(target)
+                out[target] = work(directory, graph, target, config, *(extra or {}).get(target, ()))
+                finished(out[target])
+        return out
     pool = ProcessPoolExecutor(
         workers,
         mp_context=multiprocessing.get_context("spawn"),
         initializer=_start,
         initargs=(read, directory, config.memory_limit),
     )
-    out: dict[str, Any] = {}
     running: dict[Future, str] = {}
     waiting = list(targets)
 
     def hand_out() -> None:
         target = waiting.pop(0)
         started(target)
-        running[pool.submit(_learn, learn, directory, target, config, (extra or {}).get(target, ()))] = target
+        running[pool.submit(_work, work, directory, target, config, (extra or {}).get(target, ()))] = target
 
     try:
         for _ in range(min(workers, len(waiting))):
@@ -148,32 +157,4 @@ def learn_in_workers(
             for process in list(processes.values()):
                 process.terminate()
         pool.shutdown(wait=True, cancel_futures=True)
-    return out
-
-
-def each_relation(
-    read: Callable[[Path, int], Any],
-    work: Callable[..., Any],
-    directory: Path,
-    graph: Any,
-    targets: list[str],
-    config: Any,
-    workers: int,
-    started: Callable[[str], None],
-    finished: Callable[[Any], None],
-    extra: dict[str, tuple[Any, ...]] | None = None,
-    doing: str = "learning",
-    here: Callable[[], AbstractContextManager] = one_thread,
-) -> dict[str, Any]:
-    """Each of ``targets`` done by ``work`` as :func:`learn_in_workers` does it, by ``workers`` processes, or,
-    with one worker, in this process on ``graph`` (already read) inside ``here()``: one torch thread by default,
-    as in a worker, so that the result does not depend on the number of workers."""
-    if workers > 1:
-        return learn_in_workers(read, work, directory, targets, config, workers, started, finished, extra, doing)
-    out: dict[str, Any] = {}
-    with here():
-        for target in targets:
-            started(target)
-            out[target] = work(directory, graph, target, config, *(extra or {}).get(target, ()))
-            finished(out[target])
     return out
