@@ -20,6 +20,7 @@ import numpy as np
 from scipy import sparse
 
 from nlndl import cardinality, paths
+from nlndl.body_join import body_pairs
 from nlndl.compiler import SketchText, compile_sketch
 from nlndl.compiler.crisp import BodyAtom, Rule, evaluate
 from nlndl.compiler.diagnostics import CompileError, Diagnostics
@@ -194,7 +195,8 @@ def chain_product(path: list[tuple[str, bool]], relation: Callable[[int, str], s
 
 def rule_pairs(graph: Graph, rules: list[Rule], sources: dict[str, str]) -> list[sparse.csr_matrix]:
     """Each rule's derived (head, tail) pairs on facts + train: a chain-shaped clause (:func:`chain`) as the
-    product of its relations' matrices, any other by the crisp evaluator over entity indices; ``sources`` maps
+    product of its relations' matrices, a clause over three variables by :func:`nlndl.body_join.body_pairs`,
+    any other by the crisp evaluator over entity indices; ``sources`` maps
     the sketch's relation identifiers to the graph's relations they hold."""
     db: dict[str, set[tuple[int, int]]] = {}
     out = []
@@ -202,6 +204,10 @@ def rule_pairs(graph: Graph, rules: list[Rule], sources: dict[str, str]) -> list
         path = chain(rule)
         if path is not None:
             out.append(chain_product(path, lambda _, predicate: graph.relation_matrix(sources[predicate])))
+            continue
+        joined = body_pairs(rule, lambda predicate: graph.relation_matrix(sources[predicate]), len(graph.entities))
+        if joined is not None:
+            out.append(joined)
             continue
         for a in rule.body:
             if a.predicate not in db:
@@ -216,8 +222,9 @@ def closure(db: dict[str, set[tuple[int, int]]], rules: list[Rule], n: int) -> d
     """The least model of ``rules`` over ``db`` (relation identifier -> pairs of entity indices below ``n``), as
     :func:`nlndl.compiler.crisp.evaluate` computes it, but with each chain-shaped rule (:func:`chain`) a product
     of sparse matrices, round by round on the pairs the last round added (semi-naive: one recursive atom reads
-    them, the others the relations so far); any other rule is solved by the crisp evaluator on the relations
-    so far, every round. A program with negation goes to the crisp evaluator whole."""
+    them, the others the relations so far); any other rule is joined on the relations so far, every round, by
+    :func:`nlndl.body_join.body_pairs` or, outside its shapes, the crisp evaluator. A program with negation goes
+    to the crisp evaluator whole."""
     if any(a.negated for rule in rules for a in rule.body):
         return evaluate(db, rules)
 
@@ -236,6 +243,10 @@ def closure(db: dict[str, set[tuple[int, int]]], rules: list[Rule], n: int) -> d
         new = {head: empty for head in heads}
         as_pairs: dict[str, set[tuple[int, int]]] = {}  # this round's relations, for the crisp evaluator's rules
         for rule, path in shaped:
+            joined = None if path is not None else body_pairs(rule, lambda p: held.get(p, empty), n)
+            if joined is not None:
+                new[rule.head] = new[rule.head] + joined
+                continue
             if path is None:
                 alone = Rule("derived__", rule.head_args, rule.body)
                 for a in rule.body:
