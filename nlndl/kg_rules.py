@@ -196,8 +196,8 @@ def chain_product(path: list[tuple[str, bool]], relation: Callable[[int, str], s
 def rule_pairs(graph: Graph, rules: list[Rule], sources: dict[str, str]) -> list[sparse.csr_matrix]:
     """Each rule's derived (head, tail) pairs on facts + train: a chain-shaped clause (:func:`chain`) as the
     product of its relations' matrices, a clause over three variables by :func:`nlndl.body_join.body_pairs`,
-    any other by the crisp evaluator over entity indices; ``sources`` maps
-    the sketch's relation identifiers to the graph's relations they hold."""
+    any other by the crisp evaluator over entity indices; ``sources`` maps the sketch's relation identifiers
+    to the graph's relations they hold."""
     db: dict[str, set[tuple[int, int]]] = {}
     out = []
     for rule in rules:
