@@ -21,10 +21,9 @@ from nlndl.paths import boolean
 Matrix = sparse.csr_matrix
 
 
-def body_pairs(rule: Rule, relation: Callable[[str], Matrix], n: int) -> Matrix | None:
-    """The (head, tail) pairs ``rule``'s body derives as an n x n 0/1 matrix, ``relation(predicate)`` the
-    pairs of a body predicate; None where the rule is not of the shape above (a constant, negation, an
-    anonymous variable, a head of one variable twice, more than three variables), for the crisp evaluator."""
+def binary_head(rule: Rule) -> tuple[str, str] | None:
+    """The head's two variables of a clause whose head and body atoms are binary, positive and over named
+    variables only (no constant, no anonymous variable), the head's two different; None for any other rule."""
     if len(rule.head_args) != 2 or any(kind != "v" for kind, _ in rule.head_args) or not rule.body:
         return None
     x, y = (value for _, value in rule.head_args)
@@ -33,6 +32,17 @@ def body_pairs(rule: Rule, relation: Callable[[str], Matrix], n: int) -> Matrix 
     for atom in rule.body:
         if atom.negated or len(atom.args) != 2 or any(kind != "v" or value == "_" for kind, value in atom.args):
             return None
+    return x, y
+
+
+def body_pairs(rule: Rule, relation: Callable[[str], Matrix], n: int) -> Matrix | None:
+    """The (head, tail) pairs ``rule``'s body derives as an n x n 0/1 matrix, ``relation(predicate)`` the
+    pairs of a body predicate; None where the rule is not of the shape above (not a :func:`binary_head`
+    clause, or more than three variables), for the crisp evaluator."""
+    head = binary_head(rule)
+    if head is None:
+        return None
+    x, y = head
     names = {value for atom in rule.body for _, value in atom.args}
     others = names - {x, y}
     if not {x, y} <= names or len(others) > 1:
@@ -51,11 +61,7 @@ def body_pairs(rule: Rule, relation: Callable[[str], Matrix], n: int) -> Matrix 
     found = edges.get((x, y))
     if others:
         (c,) = others
-        to_x, to_y = edges.get((x, c)), edges.get((y, c))
-        if to_x is not None:
-            to_x = to_x @ _diagonal(mask[c])
-        if to_y is not None:
-            to_y = to_y @ _diagonal(mask[c])
+        to_x, to_y = (None if m is None else _masked(m, None, mask[c]) for m in (edges.get((x, c)), edges.get((y, c))))
         if to_x is not None and to_y is not None:
             through = boolean(to_x @ to_y.T)
             found = through if found is None else boolean(found.multiply(through))
@@ -69,11 +75,17 @@ def body_pairs(rule: Rule, relation: Callable[[str], Matrix], n: int) -> Matrix 
         rows, cols = np.flatnonzero(mask[x]), np.flatnonzero(mask[y])
         h, t = np.repeat(rows, cols.size), np.tile(cols, rows.size)
         return sparse.csr_matrix((np.ones(h.size, dtype=np.float32), (h, t)), shape=(n, n))
-    return boolean(_diagonal(mask[x]) @ found @ _diagonal(mask[y]))
+    return boolean(_masked(found, mask[x], mask[y]))
 
 
-def _diagonal(keep: np.ndarray) -> sparse.csr_matrix:
-    return sparse.diags(keep.astype(np.float32), format="csr")
+def _masked(matrix: Matrix, rows: np.ndarray | None, cols: np.ndarray | None) -> Matrix:
+    """``matrix`` with the rows and columns outside ``rows`` and ``cols`` (boolean, or None for all) emptied;
+    a product only where a mask leaves something out."""
+    if rows is not None and not rows.all():
+        matrix = sparse.diags(rows.astype(np.float32), format="csr") @ matrix
+    if cols is not None and not cols.all():
+        matrix = matrix @ sparse.diags(cols.astype(np.float32), format="csr")
+    return matrix
 
 
 def _nonempty_rows(matrix: Matrix) -> np.ndarray:

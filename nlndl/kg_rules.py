@@ -20,7 +20,7 @@ import numpy as np
 from scipy import sparse
 
 from nlndl import cardinality, paths
-from nlndl.body_join import body_pairs
+from nlndl.body_join import binary_head, body_pairs
 from nlndl.compiler import SketchText, compile_sketch
 from nlndl.compiler.crisp import BodyAtom, Rule, evaluate
 from nlndl.compiler.diagnostics import CompileError, Diagnostics
@@ -137,14 +137,11 @@ def chain(rule: Rule) -> list[tuple[str, bool]] | None:
     """A clause whose body is a path from the head's first variable to its second, ``r(A, B) :- p(A, C),
     q(C, B)`` with atoms read either way: its atoms in path order, each with whether it is read backwards
     (``p(C, A)``); None for any other shape (constants, negation, a variable off the path, a repeated one)."""
-    if len(rule.head_args) != 2 or any(kind != "v" for kind, _ in rule.head_args):
+    head = binary_head(rule)
+    if head is None:
         return None
-    start, end = (value for _, value in rule.head_args)
-    if start == end or not rule.body:
-        return None
+    start, end = head
     atoms = list(rule.body)
-    if any(a.negated or len(a.args) != 2 or any(kind != "v" or v == "_" for kind, v in a.args) for a in atoms):
-        return None
     path, at, seen = [], start, {start}
     while atoms:
         step = next((a for a in atoms if at in (a.args[0][1], a.args[1][1])), None)
@@ -200,12 +197,16 @@ def rule_pairs(graph: Graph, rules: list[Rule], sources: dict[str, str]) -> list
     to the graph's relations they hold."""
     db: dict[str, set[tuple[int, int]]] = {}
     out = []
+
+    def relation(predicate: str) -> sparse.csr_matrix:
+        return graph.relation_matrix(sources[predicate])
+
     for rule in rules:
         path = chain(rule)
         if path is not None:
-            out.append(chain_product(path, lambda _, predicate: graph.relation_matrix(sources[predicate])))
+            out.append(chain_product(path, lambda _, predicate: relation(predicate)))
             continue
-        joined = body_pairs(rule, lambda predicate: graph.relation_matrix(sources[predicate]), len(graph.entities))
+        joined = body_pairs(rule, relation, len(graph.entities))
         if joined is not None:
             out.append(joined)
             continue
@@ -243,11 +244,11 @@ def closure(db: dict[str, set[tuple[int, int]]], rules: list[Rule], n: int) -> d
         new = {head: empty for head in heads}
         as_pairs: dict[str, set[tuple[int, int]]] = {}  # this round's relations, for the crisp evaluator's rules
         for rule, path in shaped:
-            joined = None if path is not None else body_pairs(rule, lambda p: held.get(p, empty), n)
-            if joined is not None:
-                new[rule.head] = new[rule.head] + joined
-                continue
             if path is None:
+                joined = body_pairs(rule, lambda p: held.get(p, empty), n)
+                if joined is not None:
+                    new[rule.head] = new[rule.head] + joined
+                    continue
                 alone = Rule("derived__", rule.head_args, rule.body)
                 for a in rule.body:
                     if a.predicate not in as_pairs:
