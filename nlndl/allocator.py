@@ -1,4 +1,5 @@
-"""Settings for a process nlndl owns: its memory allocator, its cycle collector, its OpenMP wait policy.
+"""Settings for a process nlndl owns: its memory allocator, its cycle collector, its OpenMP wait policy, its
+exit.
 
 Freed tensor memory is kept in the process heap instead of being handed back to the OS after every step:
 glibc's malloc serves each large block (above its mmap threshold, which adapts up to 32 MiB) by a fresh
@@ -12,9 +13,11 @@ processes) call them.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import gc
 import sys
+from typing import NoReturn
 
 GC_THRESHOLDS = (50_000, 20, 20)  # allocations between young collections, and collections between older ones
 M_TRIM_THRESHOLD = -1  # mallopt parameter numbers, from glibc's malloc.h
@@ -49,6 +52,28 @@ def skip_final_collection() -> None:
     not walk them all again (about 0.3 s after importing torch); what reference counting frees is freed as
     before."""
     gc.freeze()
+
+
+def exit_now(code: int | str | None) -> NoReturn:
+    """End the process with ``code`` (a ``SystemExit`` code) as a normal exit would, but without the
+    interpreter's teardown, which frees every module's objects one by one (torch's: about 0.1 s): exit
+    handlers (``atexit``, ``weakref.finalize``, multiprocessing's) run and the standard streams are flushed
+    first. Where threads other than this one are still running, the interpreter's own exit joins them."""
+    import atexit
+    import os
+    import threading
+
+    if not isinstance(code, int):  # as the interpreter reads a SystemExit code: None 0, any other text 1
+        if code is not None:
+            print(code, file=sys.stderr)
+        code = 0 if code is None else 1
+    if threading.active_count() > 1:
+        sys.exit(code)
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe or stream: nothing more can reach it
+            stream.flush()
+    os._exit(code & 0xFF)
 
 
 def others_running(samples: int = 5, interval: float = 0.01) -> int:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from nlndl import __version__
 from nlndl.cli import app
 from nlndl.compiler.ir import CompiledProgram
 from nlndl.output import MANIFEST, OutputDir, OutputError, parse_size
@@ -525,18 +526,25 @@ def test_the_load_is_looked_at_until_a_look_sees_no_other_task(monkeypatch):
     assert allocator.others_running(samples=5, interval=0.0) == 2 and len(looks) == 5
 
 
-def test_the_console_script_collects_cycles_less_often_and_not_at_exit():
-    """main() owns its process: higher collector thresholds from the start, every object frozen at the end."""
+def test_the_console_script_collects_cycles_less_often_and_exits_without_teardown(tmp_path):
+    """main() owns its process: higher collector thresholds from the start; at the end its exit handlers run,
+    what it printed is flushed and its exit code kept, and nothing after main() runs (no teardown)."""
     code = (
-        "import gc, sys\n"
+        "import atexit, gc, sys\n"
         "from nlndl.allocator import GC_THRESHOLDS\n"
         "from nlndl.cli import main\n"
-        "sys.argv = ['nlndl', '--version']\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "print(gc.get_threshold() == GC_THRESHOLDS, gc.get_freeze_count() > 0)\n"
+        "atexit.register(lambda: print('handler', gc.get_threshold() == GC_THRESHOLDS))\n"
+        "sys.argv = ['nlndl', *sys.argv[1:]]\n"
+        "main()\n"
+        "print('after main')\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split()[-2:] == ["True", "True"], out
+    done = subprocess.run([sys.executable, "-c", code, "--version"], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.split() == ["nlndl", __version__, "handler", "True"], done
+    bad = tmp_path / "bad.dl"
+    bad.write_text("foo(\n")
+    failed = subprocess.run([sys.executable, "-c", code, "compile", str(bad)], capture_output=True, text=True)
+    assert failed.returncode == 1 and failed.stdout.split() == ["handler", "True"], failed
+    assert f"{bad}:1:5: error:" in failed.stderr, failed
 
 
 def test_step_and_restart_options_are_bounded(tmp_path):

@@ -16,7 +16,7 @@ from typing import Annotated
 import typer
 
 from nlndl import __version__
-from nlndl.allocator import collect_less, keep_freed_memory, share_cpu, skip_final_collection
+from nlndl.allocator import collect_less, exit_now, keep_freed_memory, share_cpu, skip_final_collection
 from nlndl.cli import bench, ilp, kg, ldpc  # noqa: F401  (each module registers its commands)
 from nlndl.cli.common import app, stdout
 from nlndl.errors import NlndlError, Terminated
@@ -57,12 +57,17 @@ def stop_on_sigterm() -> None:
 def main() -> None:
     """Entry point of the ``nlndl`` console script: every failure ends in a one-line message and an exit code,
     never a traceback (``NLNDL_TRACEBACK=1`` shows one for an internal error). The process is the command's
-    own: the cycle collector runs less often, and not over everything at exit (:mod:`nlndl.allocator`)."""
+    own: the cycle collector runs less often, and the exit skips the interpreter's teardown
+    (:mod:`nlndl.allocator`)."""
     collect_less()
     try:
         _run()
-    finally:
-        skip_final_collection()
+    except SystemExit as exc:
+        code = exc.code
+    else:
+        code = 0
+    skip_final_collection()  # where threads are left, the interpreter's exit runs and need not walk every object
+    exit_now(code)
 
 
 def _run() -> None:
