@@ -61,7 +61,8 @@ class LearnConfig:
     judge: Callable[[Rule], bool] | None = None  # whether a new clause improves the pool (None: any new clause does)
     validation: float | None = None  # hold out this fraction of each class of examples (seeded) and score on it
     # trained on subgraphs: the program grown from the counterexamples (per world, ground atoms) of rules that
-    # fit the subgraph but not the whole worlds (None: it cannot grow), trained on from the current weights
+    # fit the subgraph but not the whole worlds, or of the best rules where no better ones were found for
+    # train.patience iterations (None: it cannot grow), trained on from the current weights
     # (compiler.Grounded.grow); None: not grown
     grow: Callable[[list[list[GroundAtom]]], CompiledProgram | None] | None = None
 
@@ -134,8 +135,10 @@ def memberships(model: ForwardChainer, restart: int) -> dict[str, tuple[np.ndarr
 
 
 class Outgrown(Exception):  # noqa: N818 (not an error: the subgraph is to grow)
-    """Raised by a check when rules fit the subgraph trained on but not the whole worlds (LearnConfig.grow);
-    ``score`` is theirs on the whole worlds, its counterexamples what the subgraph grows from."""
+    """Raised by a check when rules fit the subgraph trained on but not the whole worlds, or when the best rules
+    have not improved for ``train.patience`` iterations on it (a subgraph may cut the facts that derive some of
+    its positive examples) and are wrong on the whole worlds (LearnConfig.grow); ``score`` is theirs on the
+    whole worlds, its counterexamples what the subgraph grows from."""
 
     def __init__(self, score: Score) -> None:
         super().__init__()
@@ -170,6 +173,8 @@ class Learner:
         self.grew = 0  # the check at which the clause pool last gained a clause
         self.losses: list[float | None] = []  # the lowest restart's loss at each check, on its own class weight
         self.growing = config.grow is not None  # see Outgrown
+        self.best_restart = 0  # the restart ``best`` was read from
+        self.bettered = 0  # the check at which the best rules' accuracy last rose (see Outgrown)
 
     def mistakes(self, model: ForwardChainer) -> tuple[torch.Tensor, torch.Tensor]:
         """Per restart (on the CPU), the positive examples its crisp program misses and the negative ones it
@@ -229,6 +234,7 @@ class Learner:
                             self.grew = self.checks
         examples = self.examples
         allowed = self.allowance.total
+        before = None if self.best is None else self.best[0]
         if allowed:  # the fewest mistakes first, and only a few new rule sets scored per check
             order = sorted(order, key=lambda r: float(grid_wrong[r]))
         scored = 0
@@ -239,7 +245,7 @@ class Learner:
             if wrong > self.allowance.worth_scoring:
                 accuracy = 1.0 - wrong / max(examples, 1)
                 if self.best is None or accuracy > self.best[0]:
-                    self.best = (accuracy, self.rules(model, restart, dropped), None)
+                    self.best, self.best_restart = (accuracy, self.rules(model, restart, dropped), None), restart
                 continue
             rules = self.rules(model, restart, dropped)
             key = tuple(render(r) for r in rules)
@@ -249,7 +255,7 @@ class Learner:
             scored += 1
             score = crisp_score(self.program, rules, worlds=self.worlds)
             if self.best is None or score.accuracy > self.best[0]:
-                self.best = (score.accuracy, rules, score)
+                self.best, self.best_restart = (score.accuracy, rules, score), restart
             if score.mistakes > self.allowance.worth_scoring:
                 continue
             # simplify keeps only changes after which the crisp evaluator finds no more mistakes (with noise:
@@ -260,7 +266,7 @@ class Learner:
                 simple = simplify(rules, lambda trial: crisp_score(self.program, trial, worlds=self.worlds).solved)
             verified = clingo_score(self.program, simple, worlds=self.worlds)
             if verified.mistakes <= allowed and self.program.whole:  # trained on subgraphs: the whole worlds judge
-                self.best = (1.0 - verified.mistakes / max(examples, 1), simple, verified)
+                self.best, self.best_restart = (1.0 - verified.mistakes / max(examples, 1), simple, verified), restart
                 verified = self.whole_score(simple)
                 if not allowed and not verified.solved and self.growing:
                     raise Outgrown(verified)
@@ -268,8 +274,13 @@ class Learner:
                 if self.allowance.admits(verified):
                     self.accept(restart, simple, verified)
             elif verified.solved:
-                self.best = (1.0, simple, verified)
+                self.best, self.best_restart = (1.0, simple, verified), restart
                 return restart
+        if self.best is not None and (before is None or self.best[0] > before):
+            self.bettered = self.checks
+        stalled = self.checks - self.bettered >= self.config.train.patience / self.every
+        if self.growing and not allowed and self.best is not None and stalled:
+            return self.outgrown()
         if self.accepted is not None and self.checks - self.improved >= self.config.noise_patience / self.every:
             return self.accepted[0]
         patience = self.config.pool_patience
@@ -278,6 +289,20 @@ class Learner:
             if self.accepted is not None:
                 return self.accepted[0]
             raise Converged  # the pool has stopped growing: nothing new to read out
+        return None
+
+    def outgrown(self) -> int | None:
+        """Training has stalled on a subgraph: the best rules' restart where they hold on the whole worlds (the
+        subgraph lacked facts they need), else :class:`Outgrown` with their counterexamples there."""
+        assert self.best is not None
+        self.bettered = self.checks  # once per stall
+        rules = self.best[1]
+        score = self.whole_score(rules)
+        if score.solved:
+            self.best = (1.0, rules, score)
+            return self.best_restart
+        if any(score.counterexamples):
+            raise Outgrown(score)
         return None
 
     def no_worse(self, trial: list[Rule], base: Score, rules: list[Rule]) -> bool:

@@ -168,3 +168,49 @@ def test_the_cli_says_what_auto_chose_and_none_keeps_the_whole_world(two_trees, 
     for bad in ("some", "1"):
         refused = runner.invoke(app, ["compile", str(two_trees), "--subgraph", bad])
         assert refused.exit_code == 2 and "--subgraph" in refused.output
+
+
+def chain_sketch(root: Path, n: int = 12) -> Path:
+    """``t(X, Y)``: Y two edges after X along a chain of ``n`` nodes (a closed world)."""
+    lines = [".decl edge(a: symbol, b: symbol)", ".decl t(a: symbol, b: symbol)", ".learn t(vars=3, body=[edge])"]
+    lines += [f'edge("n{i}", "n{i + 1}").' for i in range(n - 1)] + [".closed t"]
+    lines += [f'.pos t("n{i}", "n{i + 2}").' for i in range(n - 2)]
+    (root / "sketch.dl").write_text("\n".join(lines) + "\n")
+    return root / "sketch.dl"
+
+
+def stalled_subgraph(root: Path, kept: list[str]):
+    """The chain's program trained on the subgraph of ``kept`` constants, with its settings as nlndl train
+    would give them (grown from counterexamples)."""
+    from nlndl.jobs.ilp import training_config
+
+    grounded = ground_sketch(chain_sketch(root))
+    program = grounded.lower(grown=[{grounded.symbols.intern(c) for c in kept}])
+    config, _ = training_config(program, seed=0, max_iters=2000, grow=grounded.grow)
+    return grounded, program, config
+
+
+def test_training_stalled_on_a_subgraph_that_cuts_a_derivation_ends_with_rules_right_on_the_whole(tmp_path):
+    """n3 is left out, so the subgraph holds t(n2, n4) and t(n1, n3)'s ends but no facts that derive them: no
+    rule fits it. After train.patience iterations without better rules, the best ones are judged on the whole
+    world, where the two-edge rule holds: they are the result, without growing the subgraph."""
+    from nlndl.learn import learn
+
+    _, program, config = stalled_subgraph(tmp_path, ["n0", "n1", "n2", "n4", "n5", "n6"])
+    assert program.whole[0].sampled == 6
+    result = learn(program, config)
+    assert result.solved and result.grown == 0, result.rule_texts()
+    assert config.train.patience <= result.iterations < config.train.max_iters
+    assert result.rule_texts() == ["t(A, B) :- edge(A, C), edge(C, B)."]
+
+
+def test_training_stalled_on_a_subgraph_grows_it_from_the_best_rules_counterexamples(tmp_path):
+    """Every other node: the subgraph holds positives and no edge at all, so nothing can be learned there and
+    the best rules miss every positive of the whole world; their counterexamples grow the subgraph by the
+    nodes between, where the two-edge rule is learned."""
+    from nlndl.learn import learn
+
+    _, program, config = stalled_subgraph(tmp_path, ["n0", "n2", "n4", "n6"])
+    result = learn(program, config)
+    assert result.solved and result.grown >= 1, result.rule_texts()
+    assert result.trained_on[0] > 4 and result.rule_texts() == ["t(A, B) :- edge(A, C), edge(C, B)."]
