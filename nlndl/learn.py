@@ -280,7 +280,9 @@ class Learner:
             self.bettered = self.checks
         stalled = self.checks - self.bettered >= self.config.train.patience / self.every
         if self.growing and not allowed and self.best is not None and stalled:
-            return self.outgrown()
+            winner = self.outgrown()
+            if winner is not None:
+                return winner
         if self.accepted is not None and self.checks - self.improved >= self.config.noise_patience / self.every:
             return self.accepted[0]
         patience = self.config.pool_patience
