@@ -301,6 +301,16 @@ def test_unsolved_run_exits_1_with_best_rules(tmp_path):
     assert result.exit_code == 1
     assert "NOT solved" in result.output and "precision" in result.output
     assert "3 iterations, 1 restarts, seed 0" in result.output
+    record = json.loads((tmp_path / "even.json").read_text())["accuracy"]
+    missed = record["positives"] - record["true_positives"]
+    assert missed or record["false_positives"], record
+    if missed:
+        named = ", ".join(record["missed"][:3]) + (", ..." if missed > 3 else "")
+        assert f"{missed:,} positive examples missed: {named}" in result.output
+    if record["false_positives"]:
+        assert f"{record['false_positives']:,} negative examples derived: {record['wrong'][0]}" in result.output
+    assert "--resume with a higher --max-iters continues from" in result.output and "even.checkpoint" in result.output
+    assert (tmp_path / "even.checkpoint" / "checkpoint.json").is_file()
     assert (tmp_path / "even.json").exists()
     # no --restarts: the summary names the count the runtime chose, not the missing option
     default = runner.invoke(

@@ -45,6 +45,7 @@ from nlndl.defaults import (
 from nlndl.errors import Interrupted
 
 Sketch = Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="The program sketch (.dl).")]
+EXAMPLES_SHOWN = 3  # missed and wrongly derived examples an unsolved run names (<name>.json lists them all)
 
 
 class Show(StrEnum):
@@ -253,12 +254,24 @@ def train_command(
             )
         elif not result.solved:
             typer.echo(f"  best rules: precision {score.precision:.3f}, recall {score.recall:.3f} on the examples")
+            for count, kind, atoms in (
+                (score.false_negatives, "positive examples missed", score.missed),
+                (score.false_positives, "negative examples derived", score.wrong),
+            ):
+                if count:
+                    shown = ", ".join(atoms[:EXAMPLES_SHOWN]) + (", ..." if count > EXAMPLES_SHOWN else "")
+                    typer.echo(f"  {count:,} {kind}: {shown}")
             for p, ir in plan.program.learned.items():
                 if ir.repeats_left_out:
                     typer.echo(
                         f"  {p}: {ir.repeats_left_out:,} candidate atoms that repeat a variable were left out; "
                         f"'.learn {p}(..., repeat=all)' adds them"
                     )
+            limit = "--time-limit" if time_limit is not None and result.iterations < max_iters else "--max-iters"
+            typer.echo(
+                f"  to go on: --resume with a higher {limit} continues from {plan.checkpoint}; where no "
+                "program within the .learn line's variables and terms can derive the missed examples, raise them"
+            )
         held = result.validation
         if held is not None:
             typer.echo(
