@@ -223,9 +223,9 @@ def closure(db: dict[str, set[tuple[int, int]]], rules: list[Rule], n: int) -> d
     """The least model of ``rules`` over ``db`` (relation identifier -> pairs of entity indices below ``n``), as
     :func:`nlndl.compiler.crisp.evaluate` computes it, but with each chain-shaped rule (:func:`chain`) a product
     of sparse matrices, round by round on the pairs the last round added (semi-naive: one recursive atom reads
-    them, the others the relations so far); any other rule is joined on the relations so far, every round, by
-    :func:`nlndl.body_join.body_pairs` or, outside its shapes, the crisp evaluator. A program with negation goes
-    to the crisp evaluator whole."""
+    them, the others the relations so far); any other rule is joined on the relations so far, in every round after
+    one of its body's relations grew, by :func:`nlndl.body_join.body_pairs` or, outside its shapes, the crisp
+    evaluator. A program with negation goes to the crisp evaluator whole."""
     if any(a.negated for rule in rules for a in rule.body):
         return evaluate(db, rules)
 
@@ -245,6 +245,8 @@ def closure(db: dict[str, set[tuple[int, int]]], rules: list[Rule], n: int) -> d
         as_pairs: dict[str, set[tuple[int, int]]] = {}  # this round's relations, for the crisp evaluator's rules
         for rule, path in shaped:
             if path is None:
+                if delta is not None and not any(a.predicate in delta and delta[a.predicate].nnz for a in rule.body):
+                    continue  # none of its body's relations grew last round: it derives what it derived before
                 joined = body_pairs(rule, lambda p: held.get(p, empty), n)
                 if joined is not None:
                     new[rule.head] = new[rule.head] + joined
