@@ -187,7 +187,7 @@ def stalled_subgraph(root: Path, kept: list[str]):
     grounded = ground_sketch(chain_sketch(root))
     program = grounded.lower(grown=[{grounded.symbols.intern(c) for c in kept}])
     config, _ = training_config(program, seed=0, max_iters=2000, grow=grounded.grow)
-    return grounded, program, config
+    return program, config
 
 
 def test_training_stalled_on_a_subgraph_that_cuts_a_derivation_ends_with_rules_right_on_the_whole(tmp_path):
@@ -196,7 +196,7 @@ def test_training_stalled_on_a_subgraph_that_cuts_a_derivation_ends_with_rules_r
     world, where the two-edge rule holds: they are the result, without growing the subgraph."""
     from nlndl.learn import learn
 
-    _, program, config = stalled_subgraph(tmp_path, ["n0", "n1", "n2", "n4", "n5", "n6"])
+    program, config = stalled_subgraph(tmp_path, ["n0", "n1", "n2", "n4", "n5", "n6"])
     assert program.whole[0].sampled == 6
     result = learn(program, config)
     assert result.solved and result.grown == 0, result.rule_texts()
@@ -210,7 +210,7 @@ def test_training_stalled_on_a_subgraph_grows_it_from_the_best_rules_counterexam
     nodes between, where the two-edge rule is learned."""
     from nlndl.learn import learn
 
-    _, program, config = stalled_subgraph(tmp_path, ["n0", "n2", "n4", "n6"])
+    program, config = stalled_subgraph(tmp_path, ["n0", "n2", "n4", "n6"])
     result = learn(program, config)
     assert result.solved and result.grown >= 1, result.rule_texts()
     assert result.trained_on[0] > 4 and result.rule_texts() == ["t(A, B) :- edge(A, C), edge(C, B)."]
