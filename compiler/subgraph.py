@@ -27,6 +27,7 @@ from nlndl.defaults import SUBGRAPH_MIN as MIN_ENTITIES
 
 GROW_EXAMPLES = 8  # counterexamples whose constants one growth step adds (drawn with the seed)
 GROW_NEIGHBOURS = 4  # neighbours of each such constant added with it (the first by constant id)
+GROW_GRID = 4  # the most one growth step multiplies a world's grid (constants ** variables) by, past one example
 
 
 def candidate_atoms(spec: LearnSpec, checked: Checked) -> int:
@@ -143,31 +144,49 @@ def grow(
     checked: Checked, world: GroundWorld, kept: set[int], atoms: list[tuple[str, tuple[int, ...]]], seed: int
 ) -> set[int]:
     """``kept`` grown from counterexamples (ground atoms that the rules learned on the subgraph get wrong on the
-    whole world): of up to GROW_EXAMPLES of them, drawn with ``seed``, the constants, the constants on a
+    whole world): of up to GROW_EXAMPLES of them, drawn with ``seed``, the constants and the constants on a
     shortest path over the facts between each one's consecutive constants (a missed positive needs the
-    facts that derive it), and up to GROW_NEIGHBOURS neighbours of each constant added."""
+    facts that derive it), then up to GROW_NEIGHBOURS neighbours of each of those. Past the first
+    counterexample, constants are added only while the grid (constants to the power of the learned
+    predicates' most variables, what an iteration's cost follows) grows by at most GROW_GRID: a subgraph
+    grows by steps, each asked for by rules that fail, rather than in one step to a world too large to train."""
     from scipy.sparse.csgraph import breadth_first_order
 
     nodes = constants(world)
     graph = adjacency(world, nodes, set(checked.learned))
     rng = np.random.default_rng([seed, len(kept), len(atoms)])
     drawn = [atoms[i] for i in sorted(rng.permutation(len(atoms))[:GROW_EXAMPLES].tolist())]
-    added: set[int] = set()
-    for _, args in drawn:
+    most = max((len(spec.var_types) for spec in checked.learned.values()), default=1)
+    limit = max(len(kept) + 1, math.floor(len(kept) * GROW_GRID ** (1 / most)))
+    inside = np.isin(nodes, np.array(sorted(kept), dtype=np.int64))
+    added: list[int] = []  # node indices, in the order added
+
+    def add(index: list[int], whole: bool = False) -> None:
+        new = [i for i in dict.fromkeys(index) if not inside[i]]
+        if not whole:
+            new = new[: max(0, limit - int(inside.sum()))]
+        inside[new] = True
+        added.extend(new)
+
+    paths = []
+    for k, (_, args) in enumerate(drawn):
         index = np.searchsorted(nodes, np.array(args, dtype=np.int64))  # every constant of the world is a node
-        path = set(index.tolist())
+        path = index.tolist()
         for a, b in zip(index[:-1].tolist(), index[1:].tolist(), strict=True):
             if a == b:
                 continue
             _, before = breadth_first_order(graph, a, directed=False, return_predecessors=True)
             at = b
             while at >= 0 and at != a:
-                path.add(at)
+                path.append(at)
                 at = int(before[at])
-        for i in sorted(path):
-            added.add(i)
+        if k == 0 or int(inside.sum()) + sum(not inside[i] for i in set(path)) <= limit:
+            add(path, whole=k == 0)  # a counterexample's constants come in whole or not at all
+            paths.append(path)
+    for path in paths:
+        for i in sorted(set(path)):
             row = graph.indices[graph.indptr[i] : graph.indptr[i + 1]]
-            added.update(sorted(set(row.tolist()))[:GROW_NEIGHBOURS])
+            add(sorted(set(row.tolist()))[:GROW_NEIGHBOURS])
     return kept | set(nodes[sorted(added)].tolist())
 
 

@@ -295,13 +295,15 @@ class Learner:
 
     def outgrown(self) -> int | None:
         """Training has stalled on a subgraph: the best rules' restart where they hold on the whole worlds (the
-        subgraph lacked facts they need), else :class:`Outgrown` with their counterexamples there."""
+        subgraph lacked facts they need), simplified there as a winner is, else :class:`Outgrown` with their
+        counterexamples there."""
         assert self.best is not None
         self.bettered = self.checks  # once per stall
         rules = self.best[1]
         score = self.whole_score(rules)
         if score.solved:
-            self.best = (1.0, rules, score)
+            simple = simplify(rules, lambda trial: self.whole_score(trial).solved)
+            self.best = (1.0, simple, self.whole_score(simple))
             return self.best_restart
         if any(score.counterexamples):
             raise Outgrown(score)
@@ -396,24 +398,41 @@ def fit(
 
 def regrow(
     trainer: Trainer, config: LearnConfig, outgrown: Outgrown, collective: Collective
-) -> tuple[CompiledProgram, Trainer] | None:
+) -> tuple[CompiledProgram, Trainer] | str:
     """The grown program (LearnConfig.grow) and a trainer for it that continues from ``trainer``'s weights and
-    state (the restarts kept; steps recomputed to fit the memory limit); None when it cannot grow or fit."""
+    state (the restarts kept; steps recomputed to fit the memory limit); why not, when it cannot grow or fit."""
     assert config.grow is not None
     program = config.grow(outgrown.score.counterexamples)
     if program is None:
-        return None
+        if all(w.sampled >= w.entities for w in trainer.model.program.whole):
+            return "it holds every constant of the world already"
+        return "the counterexamples' constants, paths and neighbours are all in it already"
     try:
         kept = replace(config.chain, restarts=trainer.model.restarts)
         config, _ = fit(program, replace(config, chain=kept), collective)
     except BudgetError:
-        return None
+        return f"grown, it would not fit the memory limit ({size_text(config.memory_limit)})"
     model = ForwardChainer(program, config.chain, collective).to(config.device)
     grown = Trainer(model, config.train)
     with tempfile.TemporaryDirectory(prefix="nlndl-grow-") as tmp:
         trainer.save(Path(tmp))
         grown.load(Path(tmp))
     return program, grown
+
+
+def growth_text(before: CompiledProgram, after: CompiledProgram | str, score: Score) -> str:
+    """A line on one growth step: the counterexamples that asked for it, and the constants and index entries
+    trained on before and after (what an iteration's cost follows), or why the subgraph stays."""
+    wrong = f"{score.positives - score.true_positives:,} missed positives, {score.false_positives:,} derived negatives"
+    if isinstance(after, str):
+        return f"the rules fail on the whole world ({wrong}); the subgraph stays as it is: {after}"
+    sizes = ", ".join(
+        f"{old.sampled:,} -> {new.sampled:,} of {new.entities:,} constants"
+        + (f" of world {new.name}" if new.name != "main" else "")
+        for old, new in zip(before.whole, after.whole, strict=True)
+    )
+    entries = f"{before.summary()['index_entries']:,} -> {after.summary()['index_entries']:,} index entries"
+    return f"the rules fail on the whole world ({wrong}): subgraph grown, {sizes}, {entries}"
 
 
 def learn(
@@ -423,11 +442,13 @@ def learn(
     resume: Path | None = None,
     checkpoint: Path | Callable[[Trainer], None] | None = None,
     collective: Collective | None = None,
+    notify: Callable[[str], None] | None = None,
 ) -> LearnResult:
     """Train ``program``'s learned predicates from ``config.train.seed``, with ``config`` as it is (fitted to
     a memory limit by :func:`fit`, restarts decided if none were given); Ctrl-C, and a run that ends unsolved,
     save ``checkpoint``: a directory, or a function given the trainer (the CLI's publishes it into its output
-    directory). ``resume`` raises CheckpointError on a checkpoint that cannot be resumed from.
+    directory). ``resume`` raises CheckpointError on a checkpoint that cannot be resumed from. ``notify`` is
+    told, in a line, each time the subgraph trained on grows (or cannot).
 
     With a ``collective`` of several processes (runtime.collective), ``program`` is this process's shard of
     the examples (compile_sketch's ``shard``): every process trains every restart on its shard, the leader
@@ -470,7 +491,9 @@ def learn(
             raise
         except Outgrown as exc:
             regrown = regrow(trainer, config, exc, collective)
-            if regrown is None:  # nothing to add: training goes on as on a fixed subgraph
+            if notify is not None:
+                notify(growth_text(program, regrown if isinstance(regrown, str) else regrown[0], exc.score))
+            if isinstance(regrown, str):  # it cannot grow: training goes on as on a fixed subgraph
                 learner.growing = False
                 continue
             program, trainer = regrown

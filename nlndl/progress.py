@@ -62,10 +62,12 @@ def progress_bar(total: int, quiet: bool = False) -> Iterator[Callable[[str], No
 def training_bar(total: int, restarts: int, quiet: bool = False, time_limit: float | None = None) -> Iterator[Callable]:
     """Yield ``progress(state, losses)`` for the trainer: iteration, best loss, restarts replaced (off a
     terminal, a line every ``LOG_EVERY`` seconds). The bar fills by whichever limit is nearer, ``total``
-    iterations or ``time_limit`` seconds."""
+    iterations or ``time_limit`` seconds. Its ``say(text)`` prints an event of the run (a grown subgraph) as
+    a line of its own, off a terminal with the time since training started."""
     if quiet:
         yield None
         return
+    started = time.perf_counter()
 
     def describe(state, of: str = "") -> str:
         return (
@@ -88,6 +90,7 @@ def training_bar(total: int, restarts: int, quiet: bool = False, time_limit: flo
                 last = state.seconds
                 print(f"[{state.seconds:7.1f} s] {describe(state, f'/{total}{limit}')}", file=sys.stderr, flush=True)
 
+        log.say = lambda text: print(f"[{time.perf_counter() - started:7.1f} s] {text}", file=sys.stderr, flush=True)
         yield log
         return
     columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn())
@@ -98,6 +101,7 @@ def training_bar(total: int, restarts: int, quiet: bool = False, time_limit: flo
             if state.iteration % 10 == 0:
                 bar.update(task, completed=min(done(state), 1.0), description=describe(state))
 
+        progress.say = lambda text: bar.console.print(text, highlight=False, markup=False, soft_wrap=True)
         yield progress
 
 

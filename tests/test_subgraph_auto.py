@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from nlndl import api
 from nlndl.cli import app
 from nlndl.compiler import compile_sketch, ground_sketch
-from nlndl.compiler.subgraph import GROW_NEIGHBOURS, auto_choice, auto_entities, unpruned
+from nlndl.compiler.subgraph import GROW_GRID, GROW_NEIGHBOURS, auto_choice, auto_entities, unpruned
 from nlndl.defaults import SUBGRAPH_ABOVE, SUBGRAPH_ENTRIES, SUBGRAPH_GRID, SUBGRAPH_MIN, SUBGRAPH_TRY, SUBGRAPH_WORK
 from nlndl.verify import clingo_score
 
@@ -145,6 +145,22 @@ def test_a_subgraph_grows_by_the_counterexamples_constants_and_their_paths(two_t
     assert program.whole[0].sampled <= len(grown) <= len(kept) + len(path) * (GROW_NEIGHBOURS + 1)
 
 
+def test_a_subgraph_grows_its_grid_by_at_most_grow_grid_past_the_first_counterexample(two_trees):
+    """Every edge of the second tree asked for at once (each two adjacent constants, so any one comes in whole
+    within the bound): the grid (constants ** 3 here) grows at most GROW_GRID-fold, and the next step grows
+    it again."""
+    grounded = ground_sketch(two_trees)
+    grounded.lower(subgraph="auto")
+    (kept,) = grounded.chosen
+    edges = [(x, y) for x, y in grounded.worlds[0].db["edge"] if str(grounded.symbols.value(x)).startswith("b")]
+    assert len(edges) == 99
+    grounded.grow([[("t", edge) for edge in edges]])
+    (grown,) = grounded.chosen
+    assert len(kept) < len(grown) and len(grown) ** 3 <= GROW_GRID * len(kept) ** 3
+    assert grounded.grow([[("t", edge) for edge in edges]]) is not None
+    assert len(grown) < len(grounded.chosen[0]) and len(grounded.chosen[0]) ** 3 <= GROW_GRID * len(grown) ** 3
+
+
 def test_rules_that_fit_the_subgraph_only_grow_it_until_they_hold_on_the_whole_world(two_trees):
     result = api.train(two_trees, seed=0, max_iters=400)
     assert result.solved and result.grown >= 1, result.rule_texts()
@@ -159,6 +175,7 @@ def test_the_cli_says_what_auto_chose_and_none_keeps_the_whole_world(two_trees, 
     assert done.exit_code == 0, done.output
     assert "--subgraph auto" in done.output and "64 of 200 constants" in done.output
     assert "the subgraph grew from counterexamples" in done.output
+    assert "the rules fail on the whole world (" in done.output and "subgraph grown, 64 -> " in done.output
     record = json.loads((out / "t.json").read_text())
     assert record["subgraph"] == "auto" and record["accuracy"]["solved"]
     exported = runner.invoke(app, ["export", str(out / "t.json")])
@@ -211,6 +228,8 @@ def test_training_stalled_on_a_subgraph_grows_it_from_the_best_rules_counterexam
     from nlndl.learn import learn
 
     program, config = stalled_subgraph(tmp_path, ["n0", "n2", "n4", "n6"])
-    result = learn(program, config)
+    said: list[str] = []
+    result = learn(program, config, notify=said.append)
     assert result.solved and result.grown >= 1, result.rule_texts()
+    assert len(said) == result.grown and "subgraph grown, 4 -> " in said[0] and " of 12 constants" in said[0]
     assert result.trained_on[0] > 4 and result.rule_texts() == ["t(A, B) :- edge(A, C), edge(C, B)."]

@@ -124,7 +124,8 @@ class TrainPlan:
 
     def run(self, progress: Callable | None = None) -> TrainRun:
         """Train, verify with clingo and write <stem>.dl, <stem>.lp, the facts and <stem>.json; a checkpoint is
-        kept while the run is unsolved (Interrupted on Ctrl-C, after saving it)."""
+        kept while the run is unsolved (Interrupted on Ctrl-C, after saving it). ``progress.say``, where it has
+        one (nlndl.progress.training_bar), is told when a subgraph grows."""
         from nlndl.learn import learn
         from nlndl.runtime.train import CheckpointError
 
@@ -145,6 +146,7 @@ class TrainPlan:
                 resume=self.checkpoint if self.resume else None,
                 checkpoint=save_checkpoint,
                 collective=self.collective,
+                notify=getattr(progress, "say", None) if self.leader else None,
             )
         except KeyboardInterrupt as exc:
             message = f"interrupted: checkpoint saved to {self.checkpoint}; continue with --resume"
