@@ -294,6 +294,22 @@ def test_stalled_restarts_re_draw_the_terms_that_derive_negatives_or_do_nothing(
     assert flags["lt"].tolist() == [[False, False, True, True]]
 
 
+def test_an_unsolved_noisy_run_says_what_its_noise_allows_and_what_would_accept_its_rules():
+    """3 of 19 positives missed and 3 of 41 negatives derived: --noise 0.1 allows 1 and 4, and 0.16 (3 of
+    19 is 15.8%) is the least setting, in hundredths, that accepts the rules."""
+    from nlndl.allowance import Allowance
+    from nlndl.cli.ilp import noise_line
+    from nlndl.verify import Score
+
+    score = Score(positives=19, negatives=41, true_positives=16, false_positives=3)
+    line = noise_line(0.1, score)
+    assert "miss 1 of the 19 positive examples and derive 4 of the 41 negative ones" in line
+    assert line.endswith("--noise 0.16 accepts these rules")
+    allowed = Allowance.of_counts({True: 19, False: 41}, 0.16)
+    assert allowed.missed >= 3 and allowed.derived >= 3
+    assert Allowance.of_counts({True: 19, False: 41}, 0.15).missed < 3
+
+
 def test_unsolved_run_exits_1_with_best_rules(tmp_path):
     result = runner.invoke(
         app, ["train", str(ILP / "even" / "sketch.dl"), "-D", str(tmp_path), "--max-iters", "3", "--restarts", "1"]

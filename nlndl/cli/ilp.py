@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -43,6 +43,9 @@ from nlndl.defaults import (
     TRAIN_MEMORY,
 )
 from nlndl.errors import Interrupted
+
+if TYPE_CHECKING:
+    from nlndl.verify import Score
 
 Sketch = Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="The program sketch (.dl).")]
 EXAMPLES_SHOWN = 3  # missed and wrongly derived examples an unsolved run names (<name>.json lists them all)
@@ -261,6 +264,8 @@ def train_command(
                 if count:
                     shown = ", ".join(atoms[:EXAMPLES_SHOWN]) + (", ..." if count > EXAMPLES_SHOWN else "")
                     typer.echo(f"  {count:,} {kind}: {shown}")
+            if result.noise:
+                typer.echo(f"  {noise_line(result.noise, score)}")
             for p, ir in plan.program.learned.items():
                 if ir.repeats_left_out:
                     typer.echo(
@@ -283,6 +288,24 @@ def train_command(
             f"  wrote {output_dir / (stem + '.dl')}, {output_dir / (stem + '.lp')}, {output_dir / (stem + '.json')}"
         )
     raise typer.Exit(0 if result.solved or result.accepted else 1)
+
+
+def noise_line(noise: float, score: Score) -> str:
+    """What ``--noise`` allows of each class, and the smallest setting (in hundredths) that accepts rules
+    scored ``score``: where the labels are noisier than said, the rules may be right and the setting low."""
+    import math
+
+    from nlndl.allowance import Allowance
+
+    allowed = Allowance.of_counts({True: score.positives, False: score.negatives}, noise)
+    classes = ((score.false_negatives, score.positives), (score.false_positives, score.negatives))
+    fractions = [wrong / count for wrong, count in classes if count]
+    needed = math.ceil(max(fractions, default=0.0) * 100 - 1e-9) / 100
+    return (
+        f"--noise {noise:g} lets a program miss {allowed.missed:,} of the {score.positives:,} positive examples and "
+        f"derive {allowed.derived:,} of the {score.negatives:,} negative ones; where the labels are noisier than "
+        f"that, --noise {needed:g} accepts these rules"
+    )
 
 
 @app.command("export")
