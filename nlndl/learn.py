@@ -482,6 +482,7 @@ def learn(
             trainer.save(checkpoint)
 
     grown = 0
+    before: tuple[list[Rule], Score] | None = None  # the best rules that grew the subgraph, judged on the whole
     while True:
         try:
             winner = trainer.fit(learner.check, progress, learner.harmful, learner.sound)
@@ -490,6 +491,9 @@ def learn(
             save()
             raise
         except Outgrown as exc:
+            assert learner.best is not None  # the rules whose counterexamples these are
+            if before is None or exc.score.mistakes < before[1].mistakes:
+                before = (learner.best[1], exc.score)
             regrown = regrow(trainer, config, exc, collective)
             if notify is not None:
                 notify(growth_text(program, regrown if isinstance(regrown, str) else regrown[0], exc.score))
@@ -506,6 +510,8 @@ def learn(
     if collective.leader:
         rules, score = learner.best_rules(model)
         solved = winner is not None and score.solved
+        if not solved and before is not None and before[1].mistakes < score.mistakes:
+            rules, score = before  # a run that ends unsolved reports the best rules of any subgraph
         result = LearnResult(
             solved=solved,
             rules=rules,

@@ -3,6 +3,7 @@ subgraph, and rules that fit the subgraph but not the whole world grow it until 
 
 import json
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -233,3 +234,33 @@ def test_training_stalled_on_a_subgraph_grows_it_from_the_best_rules_counterexam
     assert result.solved and result.grown >= 1, result.rule_texts()
     assert len(said) == result.grown and "subgraph grown, 4 -> " in said[0] and " of 12 constants" in said[0]
     assert result.trained_on[0] > 4 and result.rule_texts() == ["t(A, B) :- edge(A, C), edge(C, B)."]
+
+
+def test_a_run_that_ends_unsolved_after_growing_reports_the_best_rules_of_any_subgraph(tmp_path):
+    """Stopped at the iteration where the subgraph grew, the run has trained nothing on the grown one: it
+    reports the rules whose counterexamples grew it (judged on the whole world), not the grown trainer's
+    untrained first restart, where those get fewer examples right."""
+    from dataclasses import replace
+
+    from nlndl.learn import learn
+
+    program, config = stalled_subgraph(tmp_path, ["n0", "n2", "n4", "n6"])
+    at: list[int] = []
+    seen = {"iteration": 0}
+    said: list[str] = []
+
+    def progress(state, _losses) -> None:
+        seen["iteration"] = state.iteration
+
+    def notify(text: str) -> None:
+        said.append(text)
+        at.append(seen["iteration"])
+
+    learn(program, config, progress=progress, notify=notify)
+    assert at, "the subgraph grew"
+    program, config = stalled_subgraph(tmp_path, ["n0", "n2", "n4", "n6"])
+    said.clear()
+    stopped = learn(program, replace(config, train=replace(config.train, max_iters=at[0])), notify=said.append)
+    assert not stopped.solved and stopped.grown == 1 and stopped.iterations == at[0]
+    (counts,) = re.findall(r"\(([\d,]+) missed positives, ([\d,]+) derived negatives\)", said[0])
+    assert stopped.score.mistakes == sum(int(n) for n in counts), (said, stopped.rule_texts())
