@@ -195,6 +195,8 @@ def test_kg_train_writes_the_anyburl_rule_list_and_predicts_with_explanations(tm
         assert runner.invoke(app, ["kg", "predict", str(out), "--query", bad]).exit_code == 2
     missing = runner.invoke(app, ["kg", "predict", str(out), "--query", "uncle(s8, ?)"])
     assert missing.exit_code == 1 and "no rules for 'uncle'" in missing.output
+    nobody = runner.invoke(app, ["kg", "predict", str(out), "--query", "aunt(nobody, ?)"])
+    assert nobody.exit_code == 1 and f"--query: error: no entity 'nobody' in the graph {directory}" in nobody.output
 
 
 def test_kg_predict_leaves_a_clause_that_restates_a_counted_path_to_the_counted_rule(tmp_path):

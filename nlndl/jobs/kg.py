@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -280,7 +281,7 @@ def predict_kg(output: Path, query: str, k: int = 10, memory_limit: int = DEFAUL
         raise JobError(f"{path}: error: no rules for {relation!r} (learned: {', '.join(sorted(relations)[:10])})")
     graph = Graph.read(data, memory_limit)
     if entity not in graph.index:
-        raise JobError(f"{data}: error: no entity {entity!r} in the graph")
+        raise JobError(f"--query: error: no entity {entity!r} in the graph {os.path.normpath(data)}")
     return predict(graph, relations[relation], entity, tail_asked, k, seed, length)
 
 
