@@ -100,7 +100,7 @@ def train(
     ``ChainConfig.class_weight``); ``noise``: accept rules wrong on at most that fraction of the examples
     (``result.accepted``, ``result.score``); ``validation``: hold out that fraction of each class of examples,
     drawn with ``seed``, and score the rules on them (``result.validation``, by clingo); ``kwargs``: those of
-    :func:`nlndl.learn.learn` (progress, resume, checkpoint)."""
+    :func:`nlndl.learn.learn` (progress, resume, checkpoint, notify: told each growth step of a subgraph)."""
     settings = dict(
         seed=seed, restarts=restarts, max_iters=max_iters, time_limit=time_limit, device=device,
         class_weight=class_weight, memory_limit=memory_limit, noise=noise, validation=validation,

@@ -423,7 +423,7 @@ def regrow(
 def growth_text(before: CompiledProgram, after: CompiledProgram | str, score: Score) -> str:
     """A line on one growth step: the counterexamples that asked for it, and the constants and index entries
     trained on before and after (what an iteration's cost follows), or why the subgraph stays."""
-    wrong = f"{score.positives - score.true_positives:,} missed positives, {score.false_positives:,} derived negatives"
+    wrong = f"{score.false_negatives:,} missed positives, {score.false_positives:,} derived negatives"
     if isinstance(after, str):
         return f"the rules fail on the whole world ({wrong}); the subgraph stays as it is: {after}"
     sizes = ", ".join(
