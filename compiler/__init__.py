@@ -23,10 +23,10 @@ from nlndl.compiler.ir import CompiledProgram
 from nlndl.compiler.lowering import lower
 from nlndl.compiler.parser import parse_file, parse_source, with_background
 from nlndl.compiler.steps import default_steps
-from nlndl.compiler.subgraph import MIN_ENTITIES, auto_choice, auto_entities, grow, whole_world
+from nlndl.compiler.subgraph import MIN_ENTITIES, auto_choice, auto_entities, deep_recursion, grow, whole_world
 from nlndl.compiler.subgraph import subgraph as sample
 from nlndl.compiler.symbols import SymbolTable
-from nlndl.defaults import COMPILE_MEMORY_BYTES, LAYOUTS, SUBGRAPH_WORK
+from nlndl.defaults import COMPILE_MEMORY_BYTES, LAYOUTS, SUBGRAPH_DEEP, SUBGRAPH_WORK
 
 DEFAULT_MEMORY_LIMIT = COMPILE_MEMORY_BYTES
 
@@ -80,8 +80,11 @@ class Grounded:
         """The compiled program (see :func:`compile_sketch`); ``grown``: per world, the constants of a grown
         subgraph (compiler.subgraph.grow), trained on instead of a drawn one."""
         checked, worlds = self.checked, self.worlds
+        around_landmarks = False
         if subgraph == "auto" and grown is None:
             choice = auto_choice(checked, worlds)
+            if choice == "whole" and steps is None and not self.sketch.steps and deep_recursion(checked, worlds):
+                choice, around_landmarks = "deep", True
             if choice == "whole":
                 return self.lower(steps, seed, layout, None, shard)
             if choice == "try":
@@ -91,7 +94,7 @@ class Grounded:
                         return program
                 except CompileError:  # refused whole (memory): a subgraph instead
                     pass
-            subgraph = auto_entities(checked)
+            subgraph = min(auto_entities(checked), SUBGRAPH_DEEP) if choice == "deep" else auto_entities(checked)
         self.options = {"steps": steps, "seed": seed, "layout": layout}
         diags = Diagnostics(sources=dict(self.sources))
         whole = []
@@ -100,7 +103,9 @@ class Grounded:
                 raise ValueError("a program trained on a subgraph is not sharded")
             starts = grown or [set() for _ in worlds]
             parts = [
-                sample(checked, w, len(s) if grown else subgraph, np.random.default_rng([seed, i, 1]), s)
+                sample(
+                    checked, w, len(s) if grown else subgraph, np.random.default_rng([seed, i, 1]), s, around_landmarks
+                )
                 for i, (w, s) in enumerate(zip(worlds, starts, strict=True))
             ]
             self.chosen = [keep for _, keep in parts]

@@ -8,8 +8,9 @@ and closed world are the whole world's restricted to them; the rules it finds ar
 whole world (kept by :func:`whole_world`), which never samples. Where they fail there, the subgraph is grown
 from the counterexamples (:func:`grow`): their constants, the paths between them and a few neighbours.
 
-``subgraph="auto"`` (:func:`auto_choice`) samples only a world too large to train whole, down to
-:func:`auto_entities` constants.
+``subgraph="auto"`` (:func:`auto_choice`) samples a world too large to train whole, down to
+:func:`auto_entities` constants, and (:func:`deep_recursion`) a small one whose recursion is deep over
+forest-shaped facts, down to SUBGRAPH_DEEP constants drawn first around its :func:`landmarks`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,15 @@ from nlndl.compiler.check import Checked, LearnSpec
 from nlndl.compiler.ground import GroundWorld, count_inputs, input_list, readable, world_domains
 from nlndl.compiler.ir import WholeWorld
 from nlndl.compiler.lowering import MAX_INPUTS
-from nlndl.defaults import SUBGRAPH_ABOVE, SUBGRAPH_ENTRIES, SUBGRAPH_GRID, SUBGRAPH_TRY, SUBGRAPH_WORK
+from nlndl.defaults import (
+    SUBGRAPH_ABOVE,
+    SUBGRAPH_DEEP,
+    SUBGRAPH_ENTRIES,
+    SUBGRAPH_GRID,
+    SUBGRAPH_LANDMARK,
+    SUBGRAPH_TRY,
+    SUBGRAPH_WORK,
+)
 from nlndl.defaults import SUBGRAPH_MIN as MIN_ENTITIES
 
 GROW_EXAMPLES = 8  # counterexamples whose constants one growth step adds (drawn with the seed)
@@ -65,6 +74,42 @@ def auto_choice(checked: Checked, worlds: list[GroundWorld]) -> str:
         return "sample"
     entries = max((unpruned(checked, w, weighed=True) for w in worlds), default=0)
     return "whole" if most <= SUBGRAPH_ABOVE and entries <= SUBGRAPH_WORK else "try"
+
+
+def deep_recursion(checked: Checked, worlds: list[GroundWorld]) -> bool:
+    """Whether a recursive learned predicate's default steps pass SUBGRAPH_DEEP over facts shaped as a forest
+    (number lines, trees; every world's background facts linked as :func:`adjacency` links them, with no
+    cycle): gradients through that many steps seldom find the recursion, and a subgraph of SUBGRAPH_DEEP
+    constants around its landmarks holds whole derivations (a ball of a forest keeps every path between
+    its constants), so its rules hold on the whole world or their counterexamples grow it."""
+    from scipy.sparse.csgraph import connected_components
+
+    from nlndl.compiler.steps import default_steps
+
+    if not checked.strata or not set(checked.learned) & checked.strata.recursive:
+        return False
+    learned = set(checked.learned)
+    for world in worlds:
+        nodes = constants(world)
+        graph = adjacency(world, nodes, learned)
+        if graph.diagonal().any():
+            return False
+        components, _ = connected_components(graph, directed=False)
+        if graph.nnz // 2 != nodes.size - components:  # a forest has one link fewer than nodes per tree
+            return False
+    return default_steps(checked, (w.db for w in worlds)) > SUBGRAPH_DEEP
+
+
+def landmarks(world: GroundWorld, learned: set[str]) -> list[int]:
+    """The constants of unary background relations with at most SUBGRAPH_LANDMARK facts (zero(0), empty(nil)):
+    where a recursion over the facts bottoms out, so a subgraph drawn around them holds its base cases."""
+    found: list[int] = []
+    for name in sorted(world.db):
+        facts = world.db[name]
+        if name in learned or not facts or len(facts) > SUBGRAPH_LANDMARK or len(next(iter(facts))) != 1:
+            continue
+        found.extend(c for (c,) in sorted(facts) if c not in found)
+    return found
 
 
 def auto_entities(checked: Checked) -> int:
@@ -110,11 +155,17 @@ def adjacency(world: GroundWorld, nodes: np.ndarray, learned: set[str]):
 
 
 def choose(
-    world: GroundWorld, learned: set[str], entities: int, rng: np.random.Generator, start: set[int] | None = None
+    world: GroundWorld,
+    learned: set[str],
+    entities: int,
+    rng: np.random.Generator,
+    start: set[int] | None = None,
+    origins: list[int] | None = None,
 ) -> set[int]:
-    """The constants of the subgraph: those of ``start``, then from the constants of positive examples drawn in
-    a random order, each time the breadth-first order over the facts from one not yet chosen, until
-    ``entities`` are chosen (or every constant that a positive example reaches is)."""
+    """The constants of the subgraph: those of ``start``, then from each of ``origins`` in turn and then from
+    the constants of positive examples drawn in a random order, each time the breadth-first order over the
+    facts from one not yet chosen, until ``entities`` are chosen (or every constant that a positive example
+    reaches is)."""
     from scipy.sparse.csgraph import breadth_first_order
 
     nodes = constants(world)
@@ -126,8 +177,9 @@ def choose(
         return set(nodes[chosen].tolist())
     graph = adjacency(world, nodes, learned)
     positives = [args for name, args, positive, _ in world.examples if positive and name in learned]
-    for i in rng.permutation(len(positives)).tolist():
-        for constant in positives[i]:
+    firsts = [tuple(origins or ())] + [positives[i] for i in rng.permutation(len(positives)).tolist()]
+    for first in firsts:
+        for constant in first:
             origin = int(np.searchsorted(nodes, constant))
             if chosen[origin]:
                 continue
@@ -191,13 +243,19 @@ def grow(
 
 
 def subgraph(
-    checked: Checked, world: GroundWorld, entities: int, rng: np.random.Generator, start: set[int] | None = None
+    checked: Checked,
+    world: GroundWorld,
+    entities: int,
+    rng: np.random.Generator,
+    start: set[int] | None = None,
+    around_landmarks: bool = False,
 ) -> tuple[GroundWorld, set[int]]:
     """The world restricted to :func:`choose`'s constants (and the constants chosen): the facts (background
     closure included) and the examples whose constants all lie among them, over domains recomputed from
-    those."""
+    those. ``around_landmarks``: drawn first from the :func:`landmarks`."""
     learned = set(checked.learned)
-    keep = choose(world, learned, entities, rng, start)
+    origins = landmarks(world, learned) if around_landmarks else None
+    keep = choose(world, learned, entities, rng, start, origins)
     db = {name: {f for f in rel if all(c in keep for c in f)} for name, rel in world.db.items()}
     examples = [e for e in world.examples if all(c in keep for c in e[1])]
     return GroundWorld(world.name, world.span, db, examples, world_domains(checked, db, examples)), keep

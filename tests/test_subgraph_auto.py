@@ -13,7 +13,15 @@ from nlndl import api
 from nlndl.cli import app
 from nlndl.compiler import compile_sketch, ground_sketch
 from nlndl.compiler.subgraph import GROW_GRID, GROW_NEIGHBOURS, auto_choice, auto_entities, unpruned
-from nlndl.defaults import SUBGRAPH_ABOVE, SUBGRAPH_ENTRIES, SUBGRAPH_GRID, SUBGRAPH_MIN, SUBGRAPH_TRY, SUBGRAPH_WORK
+from nlndl.defaults import (
+    SUBGRAPH_ABOVE,
+    SUBGRAPH_DEEP,
+    SUBGRAPH_ENTRIES,
+    SUBGRAPH_GRID,
+    SUBGRAPH_MIN,
+    SUBGRAPH_TRY,
+    SUBGRAPH_WORK,
+)
 from nlndl.verify import clingo_score
 
 runner = CliRunner()
@@ -264,3 +272,33 @@ def test_a_run_that_ends_unsolved_after_growing_reports_the_best_rules_of_any_su
     assert not stopped.solved and stopped.grown == 1 and stopped.iterations == at[0]
     (counts,) = re.findall(r"\(([\d,]+) missed positives, ([\d,]+) derived negatives\)", said[0])
     assert stopped.score.mistakes == sum(int(n) for n in counts), (said, stopped.rule_texts())
+
+
+def number_line(root: Path, n: int, cyclic: bool = False) -> Path:
+    """``odd(X)`` over zero/1 and succ/2 on 0..n-1 (a closed world), as the bundled odd on a longer line;
+    ``cyclic``: succ(n-1, 0) closes the line into a cycle."""
+    lines = [".decl zero(x: number)", ".decl succ(x: number, y: number)", ".decl odd(x: number)", "zero(0)."]
+    lines += [f"succ({i},{i + 1})." for i in range(n - 1)] + ([f"succ({n - 1},0)."] if cyclic else [])
+    lines += [".learn odd(vars=3)", ".closed odd"] + [f".pos odd({i})." for i in range(1, n, 2)]
+    (root / "odd.dl").write_text("\n".join(lines) + "\n")
+    return root / "odd.dl"
+
+
+def test_deep_recursion_over_a_line_trains_on_a_subgraph_around_its_landmark(tmp_path):
+    """41 steps over a line of 41 numbers: auto trains on SUBGRAPH_DEEP constants drawn first from 0 (the one
+    constant of zero/1), where the base case and the recursion are both seen, and the rules hold on the whole."""
+    sketch = number_line(tmp_path, 41)
+    grounded = ground_sketch(sketch)
+    program = grounded.lower(subgraph="auto")
+    assert [grounded.symbols.value(c) for c in sorted(grounded.chosen[0])] == list(range(SUBGRAPH_DEEP))
+    assert program.steps <= SUBGRAPH_DEEP and program.whole[0].entities == 41
+    result = api.train(sketch, seed=1)
+    assert result.solved, result.rule_texts()
+    assert clingo_score(compile_sketch(sketch, subgraph=None), result.rules).solved
+
+
+def test_deep_recursion_stays_whole_over_a_cycle_or_with_steps_given(tmp_path):
+    """A cycle is no forest (a subgraph of it can cut the paths its closed world's atoms need), and steps
+    the user gives are the user's: both keep the whole world."""
+    assert not compile_sketch(number_line(tmp_path, 41, cyclic=True), subgraph="auto").whole
+    assert not compile_sketch(number_line(tmp_path, 41), subgraph="auto", steps=41).whole
