@@ -82,12 +82,14 @@ def deep_recursion(checked: Checked, worlds: list[GroundWorld]) -> bool:
     cycle): gradients through that many steps seldom find the recursion, and a subgraph of SUBGRAPH_DEEP
     constants around its landmarks holds whole derivations (a ball of a forest keeps every path between
     its constants), so its rules hold on the whole world or their counterexamples grow it."""
-    from scipy.sparse.csgraph import connected_components
-
     from nlndl.compiler.steps import default_steps
 
     if not checked.strata or not set(checked.learned) & checked.strata.recursive:
         return False
+    if default_steps(checked, (w.db for w in worlds)) <= SUBGRAPH_DEEP:  # most worlds end here, scipy unimported
+        return False
+    from scipy.sparse.csgraph import connected_components
+
     learned = set(checked.learned)
     for world in worlds:
         nodes = constants(world)
@@ -97,7 +99,7 @@ def deep_recursion(checked: Checked, worlds: list[GroundWorld]) -> bool:
         components, _ = connected_components(graph, directed=False)
         if graph.nnz // 2 != nodes.size - components:  # a forest has one link fewer than nodes per tree
             return False
-    return default_steps(checked, (w.db for w in worlds)) > SUBGRAPH_DEEP
+    return True
 
 
 def landmarks(world: GroundWorld, learned: set[str]) -> list[int]:
