@@ -83,8 +83,12 @@ class Grounded:
         around_landmarks = False
         if subgraph == "auto" and grown is None:
             choice = auto_choice(checked, worlds)
-            if choice == "whole" and steps is None and not self.sketch.steps and deep_recursion(checked, worlds):
-                choice, around_landmarks = "deep", True
+            if choice == "whole" and steps is None and not self.sketch.steps:
+                whole_steps = default_steps(checked, (w.db for w in worlds))  # read once, whole or deep
+                if deep_recursion(checked, worlds, whole_steps):
+                    choice, around_landmarks = "deep", True  # the subgraph's steps are its own
+                else:
+                    steps = whole_steps
             if choice == "whole":
                 return self.lower(steps, seed, layout, None, shard)
             if choice == "try":

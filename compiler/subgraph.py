@@ -76,17 +76,16 @@ def auto_choice(checked: Checked, worlds: list[GroundWorld]) -> str:
     return "whole" if most <= SUBGRAPH_ABOVE and entries <= SUBGRAPH_WORK else "try"
 
 
-def deep_recursion(checked: Checked, worlds: list[GroundWorld]) -> bool:
-    """Whether a recursive learned predicate's default steps pass SUBGRAPH_DEEP over facts shaped as a forest
-    (number lines, trees; every world's background facts linked as :func:`adjacency` links them, with no
-    cycle): gradients through that many steps seldom find the recursion, and a subgraph of SUBGRAPH_DEEP
-    constants around its landmarks holds whole derivations (a ball of a forest keeps every path between
-    its constants), so its rules hold on the whole world or their counterexamples grow it."""
-    from nlndl.compiler.steps import default_steps
-
+def deep_recursion(checked: Checked, worlds: list[GroundWorld], steps: int) -> bool:
+    """Whether a recursive learned predicate's default ``steps`` (compiler.steps.default_steps of the whole
+    worlds) pass SUBGRAPH_DEEP over facts shaped as a forest (number lines, trees; every world's background
+    facts linked as :func:`adjacency` links them, with no cycle): gradients through that many steps seldom find
+    the recursion, and a subgraph of SUBGRAPH_DEEP constants around its landmarks holds whole derivations (a
+    ball of a forest keeps every path between its constants), so its rules hold on the whole world or their
+    counterexamples grow it."""
     if not checked.strata or not set(checked.learned) & checked.strata.recursive:
         return False
-    if default_steps(checked, (w.db for w in worlds)) <= SUBGRAPH_DEEP:  # most worlds end here, scipy unimported
+    if steps <= SUBGRAPH_DEEP:  # most worlds end here, scipy unimported
         return False
     from scipy.sparse.csgraph import connected_components
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -293,8 +294,6 @@ def train_command(
 def noise_line(noise: float, score: Score) -> str:
     """What ``--noise`` allows of each class, and the smallest setting (in hundredths) that accepts rules
     scored ``score``: where the labels are noisier than said, the rules may be right and the setting low."""
-    import math
-
     from nlndl.allowance import Allowance
 
     allowed = Allowance.of_counts({True: score.positives, False: score.negatives}, noise)
