@@ -389,7 +389,7 @@ def kg_sketch(
     drawn = corrupt(positives, entities, known, negatives, np.random.default_rng([seed, 11]))
     body_text = ", ".join(ident[r] for r in chosen)
     lines = [
-        f"// {comment(target)} from the knowledge graph {comment(directory.name)} (nlndl kg sketch --target "
+        f"// {comment(target)} from the knowledge graph {comment(directory.name)} (nlndl kg sketch --relation "
         f"{comment(target)} "
         f"--negatives {negatives} --seed {seed})",
         "// background: facts.txt; positives: the target's triples of train.txt; negatives: "

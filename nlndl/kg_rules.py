@@ -518,7 +518,9 @@ def learn_relation(
     rules = list(dict.fromkeys([*result.rules, *result.clauses]))
     rated = {r: judge.rate(r) for r in rules}  # most were rated as they were read out
     pairs = {r: judge.pairs[r] for r in rules}
-    program_rules = [(r, rated[r][0]) for r in result.rules]
+    # a rule that derives no known triple of the relation is wrong wherever the graph can tell: read out from
+    # an early stop (the counted rules already rank its answers), it is left out of the program
+    program_rules = [(r, rated[r][0]) for r in result.rules if rated[r][0] > 0]
     ranking = [
         (r, c) for r, (c, support) in rated.items() if support >= MIN_SUPPORT and not restates(r, target, sources)
     ]

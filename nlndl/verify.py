@@ -51,6 +51,13 @@ class Score:
         both = self.precision + self.recall
         return 2 * self.precision * self.recall / both if both else 0.0
 
+    def quality(self) -> str:
+        """``precision P, recall R``, or where the program derives no example at all, that (a precision of
+        nothing derived is not a figure to print)."""
+        if self.true_positives + self.false_positives == 0:
+            return f"no example derived, recall {self.recall:.3f}"
+        return f"precision {self.precision:.3f}, recall {self.recall:.3f}"
+
     @property
     def false_negatives(self) -> int:
         """Positive examples not derived."""

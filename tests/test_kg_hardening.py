@@ -160,6 +160,51 @@ def test_bench_kg_leaves_a_relation_without_test_triples_out_of_the_figures(tmp_
     assert [r["relation"] for r in data["relations"]] == ["gp", "q"]
 
 
+def test_bench_kg_counts_the_test_triples_of_a_relation_it_has_nothing_to_learn_from(tmp_path):
+    graph = grandparents(tmp_path / "G")
+    with (graph / "test.txt").open("a") as handle:
+        handle.write("a\tnew\te\n")  # a relation in test.txt alone
+    report = tmp_path / "r.json"
+    result = invoke("bench", "kg", graph, "--baseline-only", "--json", report, "-q")
+    assert result.exit_code == 0, result.output
+    assert "| new | 1 | no training triples: ranked by no rule |" in result.output
+    data = json.loads(report.read_text())
+    new = next(r for r in data["relations"] if r["relation"] == "new")
+    # five entities, nothing scored: each way the answer is tied with the other four, at rank 3
+    assert new["baseline"]["queries"] == 2 and new["baseline"]["mrr"] == pytest.approx(1 / 3)
+    assert data["baseline"]["queries"] == 4 and data["counted_top"]["queries"] == 4, "gp's and new's, both ways"
+
+
+def test_kg_train_leaves_a_rule_that_derives_no_known_triple_out_of_the_program(tmp_path, monkeypatch):
+    from nlndl import kg_rules
+    from nlndl.compiler.crisp import BodyAtom, Rule
+
+    learned = kg_rules.learn
+
+    def with_a_wrong_rule(*args, **kwargs):  # as a read-out from an early stop can be: true of no known triple
+        result = learned(*args, **kwargs)
+        nowhere = BodyAtom("gp", (("v", "A"), ("v", "B")))
+        result.rules.append(Rule("gp", (("v", "B"), ("v", "A")), (nowhere,)))
+        return result
+
+    monkeypatch.setattr(kg_rules, "learn", with_a_wrong_rule)
+    out = tmp_path / "out"
+    result = invoke("kg", "train", grandparents(tmp_path / "G"), "-D", out, *QUICK)
+    assert result.exit_code == 0, result.output
+    assert "gp(A, B) :- gp(B, A)" not in (out / "rules.dl").read_text()
+    program = json.loads((out / "rules.json").read_text())["relations"][0]
+    assert program["rules"] and all(c > 0 for c in program["confidences"])
+
+
+def test_a_program_that_derives_no_example_has_no_precision_to_print():
+    from nlndl.verify import Score
+
+    assert Score(positives=4, negatives=8).quality() == "no example derived, recall 0.000"
+    assert Score(positives=4, negatives=8, true_positives=3, false_positives=1).quality() == (
+        "precision 0.750, recall 0.750"
+    )
+
+
 def test_bench_kg_refuses_before_training_when_no_relation_has_a_test_triple(tmp_path):
     graph = grandparents(tmp_path / "G")
     (graph / "test.txt").write_text("a\tparent\tb\n")

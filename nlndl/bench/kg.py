@@ -247,6 +247,13 @@ def count_paths(graph: Graph, target: str, config: KGConfig, asked: np.ndarray, 
     return Counted(rules, classed, chains, count, best)
 
 
+def untrained_ranks(graph: Graph, target: str, split: str) -> np.ndarray:
+    """The ranks of ``target``'s triples of ``split`` where it has no training triples: no rule derives any
+    candidate, so each answer is ranked by the rules without a body alone, ties at the mean rank."""
+    n = len(graph.entities)
+    return split_ranks_of(graph, target, [(Aggregate((n, n)), "top", False)], split)[0]
+
+
 def asked_pairs(graph: Graph, target: str, split: str) -> np.ndarray:
     """The (head, tail) pairs of ``target``'s triples of ``split``, sorted, as an (n, 2) array."""
     return np.array(sorted(graph.pairs(target, (split,))), dtype=np.int64).reshape(-1, 2)
@@ -301,10 +308,14 @@ def run(
     if gathered is None:  # rank 0 reports; the others wait until it has
         at.barrier()
         return None
+    # asked for every relation: the split's triples of a relation with nothing to learn from count too
+    untrained = [] if relations else [r for r in graph.relations if graph.splits[split].get(r) and r not in every]
+    unlearned = {r: untrained_ranks(graph, r, split) for r in untrained}
     try:
         return _report(
-            directory, every, chosen, dict(zip(chosen, gathered, strict=True)), config, learn, split, started
-        )
+            directory, every, chosen, dict(zip(chosen, gathered, strict=True)), config, learn, split, started,
+            unlearned,
+        )  # fmt: skip
     finally:
         if at.size > 1:
             at.barrier()
@@ -363,8 +374,11 @@ def _report(
     learn: bool,
     split: str,
     started: float,
+    unlearned: dict[str, np.ndarray] | None = None,
 ) -> dict[str, Any]:
-    """The report of :func:`run` from each relation's row and ranks (``done``): the rows and the totals."""
+    """The report of :func:`run` from each relation's row and ranks (``done``): the rows and the totals.
+    ``unlearned``: the ranks of the relations with triples to rank and none to learn from
+    (:func:`untrained_ranks`), the same in every ranking."""
     rows, alone_all = [], []
     totals: dict[str, list[np.ndarray]] = {
         k: [] for k in ("base", "base_or", "base_const", "counted", "nln", "nln_max", "nln_or", "clauses")
@@ -377,6 +391,13 @@ def _report(
             alone_all.append(row["nlndl"]["program"])
         rows.append(row)
     rows += [{"relation": r, "test": 0, "note": f"no {split} triples"} for r in every if r not in chosen]
+    for target, found in (unlearned or {}).items():
+        for key in totals:
+            totals[key].append(found)
+        note = "no training triples: ranked by no rule"
+        rows.append({"relation": target, "test": found.size // 2, "note": note, "baseline": metrics(found).to_json()})
+        if learn:
+            alone_all.append(rows[-1]["baseline"])
     out = {"data": directory.name, "relations": rows, "baseline": metrics(np.concatenate(totals["base"])).to_json()}
     out["baseline_noisy_or"] = metrics(np.concatenate(totals["base_or"])).to_json()
     out["baseline_constants"] = metrics(np.concatenate(totals["base_const"])).to_json()
@@ -425,9 +446,10 @@ def markdown(report: dict[str, Any]) -> str:
         return [f"{m['mrr']:.3f}", f"{m['hits@1']:.3f}", f"{m['hits@10']:.3f}"]
 
     for row in report["relations"]:
-        if not row["test"]:
+        if "note" in row:
             width = head.count("|") - 3
-            lines.append("| " + " | ".join([row["relation"], "0", row["note"], *[""] * (width - 1)]) + " |")
+            line = [row["relation"], str(row["test"]), row["note"], *[""] * (width - 1)]
+            lines.append("| " + " | ".join(line) + " |")
             continue
         line = [row["relation"], str(row["test"]), *cells(row["baseline"])]
         if learn:

@@ -257,7 +257,7 @@ def train_command(
                 f"derived): precision {score.precision:.3f}, recall {score.recall:.3f}, F1 {score.f1:.3f}"
             )
         elif not result.solved:
-            typer.echo(f"  best rules: precision {score.precision:.3f}, recall {score.recall:.3f} on the examples")
+            typer.echo(f"  best rules: {score.quality()} on the examples")
             for count, kind, atoms in (
                 (score.false_negatives, "positive examples missed", score.missed),
                 (score.false_positives, "negative examples derived", score.wrong),

@@ -129,14 +129,15 @@ def kg_train_command(
         verdict = "accepted" if learned.result.accepted else "best found"
         if relation not in started:
             verdict = f"{verdict} (kept from the interrupted run)"
-        score = learned.result.score
+        score, ranked = learned.result.score, len(learned.clauses)
         typer.echo(
-            f"[{i + 1}/{count}] {relation}: {verdict} in {learned.seconds:.0f} s, precision "
-            f"{score.precision:.3f} recall {score.recall:.3f} on its training examples; "
-            f"{len(learned.clauses)} clauses with confidence"
+            f"[{i + 1}/{count}] {relation}: {verdict} in {learned.seconds:.0f} s, {score.quality()} on its "
+            f"training examples; {ranked} clause{'' if ranked == 1 else 's'} with confidence"
         )
         for rule, conf in learned.program:
             typer.echo(f"    {render(rule)}  % confidence {conf:.3f}")
+        if not learned.program:
+            typer.echo("    (no rule of its program derives a known triple: rules.dl holds none for it)")
 
     try:
         done = kg_jobs.train_kg(directory, output, relations, config, tell, resume)
