@@ -424,3 +424,27 @@ def test_the_closure_by_sparse_products_is_the_crisp_evaluators(data):
     if data.draw(st.booleans()):  # a variable off the path: no chain, solved by the crisp evaluator
         rules.append(Rule("r", (("v", "X"), ("v", "Y")), (atom("s", "Y", "X"), atom("p", "X", "Z"))))
     assert closure(db, rules, n) == evaluate(db, rules)
+
+
+@pytest.mark.parametrize(
+    ("query", "read"),
+    [
+        ("aunt(?, k1a)", ("aunt", "k1a", False)),
+        ("aunt( s1 ,?)", ("aunt", "s1", True)),
+        ("born_in(Kansas_City,_Missouri, ?)", ("born_in", "Kansas_City,_Missouri", True)),  # a comma in a name
+        ('r(?, "q\\"3")', ("r", 'q"3', False)),  # quoted as rules.dl writes q"3
+        ('r("a\\\\b", ?)', ("r", "a\\b", True)),
+    ],
+)
+def test_a_query_names_the_entity_beside_its_question_mark(query, read):
+    from nlndl.jobs.kg import parse_query
+
+    assert parse_query(query) == read
+
+
+@pytest.mark.parametrize("query", ["aunt(?, ?)", "aunt(s1, k1a)", "aunt(?, )", "aunt s1"])
+def test_a_query_without_exactly_one_question_mark_and_an_entity_is_refused(query):
+    from nlndl.jobs.kg import parse_query
+
+    with pytest.raises(ValueError, match="query"):
+        parse_query(query)

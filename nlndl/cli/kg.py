@@ -244,4 +244,5 @@ def kg_predict_command(
             weighed = "" if weight == 1 else f" x {weight:g}"  # a dangling rule: counts at weight x confidence
             typer.echo(f"       {conf:.3f}{weighed}  {text}")
         if len(answer.rules) > 3:
-            typer.echo(f"       ... and {len(answer.rules) - 3} more rules")
+            more = len(answer.rules) - 3
+            typer.echo(f"       ... and {more} more rule{'' if more == 1 else 's'}")

@@ -235,20 +235,34 @@ def _write_kg(
     return KGTraining(learned, derived, agree, [out.root / name for name in texts], report, notes)
 
 
-QUERY = re.compile(r"^\s*(?P<relation>.+?)\(\s*(?P<head>.*?)\s*,\s*(?P<tail>.*?)\s*\)\s*$")
+QUERY = re.compile(r"^\s*(?P<relation>[^(]+?)\s*\((?P<args>.*)\)\s*$", re.DOTALL)
+ASKED_HEAD = re.compile(r"^\s*\?\s*,(?P<entity>.*)$", re.DOTALL)  # (?, tail): the rest is the entity, commas and all
+ASKED_TAIL = re.compile(r"^(?P<entity>.*),\s*\?\s*$", re.DOTALL)
 
 
 def parse_query(text: str) -> tuple[str, str, bool]:
-    """``relation(head, ?)`` or ``relation(?, tail)`` (names may be double-quoted): (relation, entity, whether
-    the tail is asked); ValueError on anything else."""
+    """``relation(head, ?)`` or ``relation(?, tail)``: (relation, entity, whether the tail is asked); ValueError
+    on anything else. The entity is what stands beside the ``?``, commas included (``r(Kansas_City,_Missouri,
+    ?)``); a double-quoted one is read as rules.dl writes it (``"q\\"3"`` for q"3)."""
     found = QUERY.match(text)
     if not found:
         raise ValueError(f"cannot read query {text!r}; write relation(head, ?) or relation(?, tail)")
-    relation, head, tail = (found[g].strip() for g in ("relation", "head", "tail"))
-    head, tail = (x[1:-1] if len(x) >= 2 and x[0] == x[-1] == '"' else x for x in (head, tail))
-    if (head == "?") == (tail == "?"):
+    args = found["args"]
+    head, tail = ASKED_HEAD.match(args), ASKED_TAIL.match(args)
+    if bool(head) == bool(tail):
         raise ValueError(f"query {text!r} must ask for exactly one of head and tail with '?'")
-    return relation, (tail if head == "?" else head), head != "?"
+    entity = (head or tail)["entity"].strip()
+    if not entity:
+        raise ValueError(f"query {text!r} names no entity beside the '?'")
+    return found["relation"], unquoted(entity), bool(tail)
+
+
+def unquoted(name: str) -> str:
+    """``name``, or where it is double-quoted, the text of the quotes with the escapes ``\\"`` and ``\\\\``
+    read (the only ones nlndl writes)."""
+    if len(name) < 2 or name[0] != '"' or name[-1] != '"':
+        return name
+    return re.sub(r'\\(["\\])', r"\1", name[1:-1])
 
 
 def trained(output: Path) -> tuple[dict[str, dict], Path, int, int]:
