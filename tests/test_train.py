@@ -538,3 +538,28 @@ def test_a_rule_through_a_ternary_atom_that_repeats_a_variable_needs_repeat_all(
     kept = runner.invoke(app, ["train", str(sketch), "-D", str(tmp_path / "b"), "-q"])
     assert kept.exit_code == 0, kept.output
     assert "q(A) :- t(B, B, A)." in kept.output
+
+
+COLOURS = """
+.decl color(x: symbol, c: symbol)
+.decl red(x: symbol)
+color(a, red). color(b, blue). color(c, red). color(d, green). color(e, blue). color(f, red).
+{named}
+.learn red
+.pos red(a). .pos red(c). .pos red(f).
+.neg red(b). .neg red(d). .neg red(e).
+"""
+
+
+def test_a_rule_that_tests_a_constant_reads_it_through_a_fact_that_names_it(tmp_path):
+    """red(X) :- color(X, red) has a constant, which no candidate atom holds: the unsolved run that derives no
+    positive example says how to write it, and with the fact that names the constant the rule is learned."""
+    sketch = tmp_path / "red.dl"
+    sketch.write_text(COLOURS.format(named=""))
+    left = runner.invoke(app, ["train", str(sketch), "-D", str(tmp_path / "a"), "--max-iters", "40", "-q"])
+    assert left.exit_code == 1, left.output
+    assert "no positive example was derived" in left.output and "is_red(red)." in left.output
+    sketch.write_text(COLOURS.format(named=".decl is_red(c: symbol)\nis_red(red)."))
+    named = runner.invoke(app, ["train", str(sketch), "-D", str(tmp_path / "b"), "-q"])
+    assert named.exit_code == 0, named.output
+    assert "red(A) :- color(A, B), is_red(B)." in named.output

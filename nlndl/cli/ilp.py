@@ -273,6 +273,12 @@ def train_command(
                         f"  {p}: {ir.repeats_left_out:,} candidate atoms that repeat a variable were left out; "
                         f"'.learn {p}(..., repeat=all)' adds them"
                     )
+            if score.true_positives == 0:
+                typer.echo(
+                    "  no positive example was derived: a clause's atoms hold variables only, so a rule that must "
+                    "test a constant (red(X) :- color(X, red)) reads it through a fact that names it "
+                    "(is_red(red). then red(X) :- color(X, C), is_red(C).; docs/language.md)"
+                )
             limit = "--time-limit" if time_limit is not None and result.iterations < max_iters else "--max-iters"
             typer.echo(
                 f"  to go on: --resume with a higher {limit} continues from {plan.checkpoint}; where no "
