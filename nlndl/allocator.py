@@ -47,6 +47,32 @@ def collect_less() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
+_paused = False  # whether pause_collector stopped the collector and resume_collector has not yet restarted it
+
+
+def pause_collector() -> None:
+    """Stop the cycle collector while a command imports what it trains with: torch and the rest leave a few
+    hundred thousand objects that live as long as the process, and every young collection among them walks
+    and promotes tens of thousands (about 0.1 s of a small task's whole-process run). Only for a command that
+    reaches :func:`resume_collector` soon after its imports."""
+    global _paused
+    gc.disable()
+    _paused = True
+
+
+def resume_collector() -> None:
+    """After :func:`pause_collector`: move everything imported so far to the permanent generation (no
+    collection walks it again) and collect from here on, less often (:func:`collect_less`). Does nothing in
+    a process that did not pause it."""
+    global _paused
+    if not _paused:
+        return
+    _paused = False
+    gc.freeze()
+    collect_less()
+    gc.enable()
+
+
 def skip_final_collection() -> None:
     """Move every object the collector tracks to its permanent generation, so that the interpreter's exit does
     not walk them all again (about 0.3 s after importing torch); what reference counting frees is freed as

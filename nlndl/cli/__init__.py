@@ -16,7 +16,14 @@ from typing import Annotated
 import typer
 
 from nlndl import __version__
-from nlndl.allocator import collect_less, exit_now, keep_freed_memory, share_cpu, skip_final_collection
+from nlndl.allocator import (
+    collect_less,
+    exit_now,
+    keep_freed_memory,
+    pause_collector,
+    share_cpu,
+    skip_final_collection,
+)
 from nlndl.cli import bench, ilp, kg, ldpc  # noqa: F401  (each module registers its commands)
 from nlndl.cli.common import app, stdout
 from nlndl.errors import NlndlError, Terminated
@@ -57,9 +64,12 @@ def stop_on_sigterm() -> None:
 def main() -> None:
     """Entry point of the ``nlndl`` console script: every failure ends in a one-line message and an exit code,
     never a traceback (``NLNDL_TRACEBACK=1`` shows one for an internal error). The process is the command's
-    own: the cycle collector runs less often, and the exit skips the interpreter's teardown
-    (:mod:`nlndl.allocator`)."""
-    collect_less()
+    own: the cycle collector runs less often (``train`` pauses it until its imports are done), and the exit
+    skips the interpreter's teardown (:mod:`nlndl.allocator`)."""
+    if sys.argv[1:2] == ["train"]:
+        pause_collector()  # until its imports are done: the training resumes it (nlndl.jobs.ilp: Plan.run)
+    else:
+        collect_less()
     try:
         _run()
     except SystemExit as exc:

@@ -126,9 +126,11 @@ class TrainPlan:
         """Train, verify with clingo and write <stem>.dl, <stem>.lp, the facts and <stem>.json; a checkpoint is
         kept while the run is unsolved (Interrupted on Ctrl-C, after saving it). ``progress.say``, where it has
         one (nlndl.progress.training_bar), is told when a subgraph grows."""
+        from nlndl.allocator import resume_collector
         from nlndl.learn import learn
         from nlndl.runtime.train import CheckpointError
 
+        resume_collector()  # paused by the CLI for the imports, if it was (nlndl.allocator)
         relative = checkpoint_name(self.stem)
 
         def save_checkpoint(trainer) -> None:
