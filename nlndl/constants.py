@@ -22,6 +22,7 @@ import numpy as np
 from scipy import sparse
 
 from nlndl.compiler.join import ranges, sorted_unique
+from nlndl.compiler.triples import quote as quoted
 from nlndl.ranking import Reduced, log_misses, merge, top_of_levels, top_of_rows
 
 UNSEEN = 5  # AnyBURL's pessimistic correction: confidence = correct / (predicted + UNSEEN)
@@ -235,20 +236,18 @@ class Scorer:
 
 
 def text(bodies: Bodies, relation: str, rule: tuple[str, int, int, bool], names: list[str], arrow: str = " :- ") -> str:
-    """A rule of :meth:`Scorer.explain` or :func:`listing` written out: ``r(X, "c") :- s(X, "d")``, constants
-    double-quoted (Datalog); with ``arrow`` " <= " in AnyBURL's syntax (constants bare, no spaces)."""
+    """A rule of :meth:`Scorer.explain` or :func:`listing` written out: ``r(X,"c") :- s(X,"d")``, constants
+    double-quoted as rules.dl writes them, atoms as the path rules' (:meth:`nlndl.paths.PathRule.text`); with
+    ``arrow`` " <= " in AnyBURL's syntax (constants bare)."""
     side, body, constant, closed = rule
-    quote = (lambda e: names[e]) if arrow == " <= " else (lambda e: '"' + names[e].replace('"', '\\"') + '"')
+    quote = (lambda e: names[e]) if arrow == " <= " else (lambda e: quoted(names[e]))
     variable = "X" if side == "tails" else "Y"
     atom = int(bodies.closed_atom[body]) if closed else body
     relation_of, back = bodies.atoms[atom]
     other = quote(int(bodies.closed_constant[body])) if closed else ("A" if arrow == " <= " else "_")
-    sep = "," if arrow == " <= " else ", "
-    body_text = f"{relation_of}({other}{sep}{variable})" if back else f"{relation_of}({variable}{sep}{other})"
+    body_text = f"{relation_of}({other},{variable})" if back else f"{relation_of}({variable},{other})"
     head = (
-        f"{relation}({variable}{sep}{quote(constant)})"
-        if side == "tails"
-        else f"{relation}({quote(constant)}{sep}{variable})"
+        f"{relation}({variable},{quote(constant)})" if side == "tails" else f"{relation}({quote(constant)},{variable})"
     )
     return f"{head}{arrow}{body_text}"
 

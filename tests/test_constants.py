@@ -122,4 +122,6 @@ def test_rule_text_in_both_syntaxes() -> None:
     d = names[int(bodies.closed_constant[closed])]
     assert text(bodies, "r", ("tails", closed, 0, True), names, arrow=" <= ") == f"r(X,a) <= s({d},X)"
     written = text(bodies, "r", ("heads", bodies.atoms.index(("s", False)), 1, False), names)
-    assert written == 'r("b\\"", Y) :- s(Y, _)'
+    assert written == 'r("b\\"",Y) :- s(Y,_)'
+    names[1] = "b\\"  # a backslash is escaped as rules.dl escapes it
+    assert text(bodies, "r", ("heads", bodies.atoms.index(("s", False)), 1, False), names) == 'r("b\\\\",Y) :- s(Y,_)'

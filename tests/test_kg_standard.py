@@ -271,7 +271,7 @@ def test_rules_with_a_constant_are_written_and_explain_predictions(tmp_path):
     lines, answer = train_and_ask(films(tmp_path / "films", writers=3), "profession", "profession(p10, ?)", tmp_path)
     assert "11\t8\t0.500000\tprofession(X,actor) <= acted_in(X,A)" in lines, lines[:5]
     assert answer["entity"] == "actor" and not answer["known"]
-    dangling = {"rule": 'profession(X, "actor") :- acted_in(X, _)', "confidence": 0.5, "weight": DANGLING}
+    dangling = {"rule": 'profession(X,"actor") :- acted_in(X,_)', "confidence": 0.5, "weight": DANGLING}
     assert dangling in answer["rules"], "listed with its confidence and the weight the score gives it"
     weighed = [r["confidence"] * r["weight"] for r in answer["rules"]]
     assert weighed == sorted(weighed, reverse=True)
