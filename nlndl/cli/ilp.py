@@ -275,9 +275,11 @@ def train_command(
                     )
             if score.true_positives == 0:
                 typer.echo(
-                    "  no positive example was derived: a clause's atoms hold variables only, so a rule that must "
-                    "test a constant (red(X) :- color(X, red)) reads it through a fact that names it "
-                    "(is_red(red). then red(X) :- color(X, C), is_red(C).; docs/language.md)"
+                    "  no positive example was derived: a clause's atoms hold variables only, and its head's are "
+                    "all different, so a rule that tests a constant or two equal arguments reads them through "
+                    "facts (red(X) :- color(X, red) as is_red(red). and red(X) :- color(X, C), is_red(C).; "
+                    "max(A, B, A) :- gt(A, B) as eq(0, 0). eq(1, 1). ... and max(A, B, C) :- gt(A, B), "
+                    "eq(C, A).; docs/language.md)"
                 )
             limit = "--time-limit" if time_limit is not None and result.iterations < max_iters else "--max-iters"
             typer.echo(
