@@ -205,6 +205,13 @@ def test_a_program_that_derives_no_example_has_no_precision_to_print():
     )
 
 
+def test_bench_kg_says_when_the_split_it_ranks_has_no_file(tmp_path):
+    graph = grandparents(tmp_path / "G")
+    result = invoke("bench", "kg", graph, "--split", "valid", "--baseline-only", "-q")
+    assert_clean_exit(result)
+    assert f"{graph / 'valid.txt'}: error: not found: --split valid ranks its triples" in result.output
+
+
 def test_bench_kg_refuses_before_training_when_no_relation_has_a_test_triple(tmp_path):
     graph = grandparents(tmp_path / "G")
     (graph / "test.txt").write_text("a\tparent\tb\n")

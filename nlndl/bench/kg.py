@@ -112,6 +112,8 @@ def tested_relations(graph: Graph, relations: list[str], directory: Path, split:
     """Those of ``relations`` with triples in ``split`` (test, or valid to tune on): the others have nothing to
     rank (JobError, before any work, when none has)."""
     tested = [r for r in relations if graph.splits[split].get(r)]
+    if not tested and not any((directory / f"{split}.txt{gz}").exists() for gz in ("", ".gz")):
+        raise JobError(f"{directory / (split + '.txt')}: error: not found: --split {split} ranks its triples")
     if not tested:
         raise JobError(
             f"{directory / (split + '.txt')}: error: no {split} triples of {', '.join(repr(r) for r in relations[:5])}"
