@@ -89,6 +89,22 @@ def _work(
     return target, work(directory, _graph, target, config, *extra)
 
 
+def unguarded_script() -> str:
+    """Where this process runs a script of the user's (not ``nlndl`` itself), what a worker that dies at its
+    start may mean: a spawned worker imports that script, and one whose API calls are not under ``if __name__
+    == "__main__":`` starts workers again and dies. Empty otherwise."""
+    import sys
+
+    main = sys.modules.get("__main__")
+    script = getattr(main, "__file__", None)
+    if getattr(main, "__spec__", None) is not None or not script or Path(script).name == "nlndl":
+        return ""
+    return (
+        f"; or, from a script: each worker process imports {script}, so its calls to nlndl must stand under "
+        '`if __name__ == "__main__":`'
+    )
+
+
 def each_relation(
     read: Callable[[Path, int], Any],
     work: Callable[..., Any],
@@ -145,7 +161,8 @@ def each_relation(
                 except BrokenProcessPool:
                     raise JobError(
                         f"{directory}: error: the worker process {doing} relation {target!r} ended without a "
-                        "result (killed, perhaps for lack of memory); try --jobs 1, or a lower --memory-limit"
+                        f"result (killed, perhaps for lack of memory); try --jobs 1, or a lower --memory-limit"
+                        f"{unguarded_script()}"
                     ) from None
                 out[target] = learned
                 finished(learned)

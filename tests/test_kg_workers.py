@@ -109,3 +109,21 @@ def _die(*args, **kwargs):
     import os
 
     os._exit(9)  # as a worker killed for memory would end
+
+
+def test_a_worker_that_dies_under_a_users_script_names_the_main_guard(monkeypatch, tmp_path):
+    import sys
+    import types
+
+    from nlndl.workers import unguarded_script
+
+    script = types.ModuleType("__main__")
+    script.__file__ = str(tmp_path / "mine.py")
+    script.__spec__ = None
+    monkeypatch.setitem(sys.modules, "__main__", script)
+    assert "mine.py" in unguarded_script() and 'if __name__ == "__main__":' in unguarded_script()
+    script.__file__ = str(tmp_path / "bin" / "nlndl")  # the console script guards its own call
+    assert unguarded_script() == ""
+    script.__spec__ = object()  # python -m nlndl, torchrun -m nlndl
+    script.__file__ = str(tmp_path / "mine.py")
+    assert unguarded_script() == ""
