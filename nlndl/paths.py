@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
-from nlndl.compiler.join import sorted_counts, sorted_join, sorted_unique
+from nlndl.compiler.join import ranges, run_starts, sorted_counts, sorted_join, sorted_unique
 from nlndl.defaults import KG_PATH_LENGTH as LENGTH
 
 SAMPLE = 2000  # known pairs per relation from which paths of three atoms are found
@@ -31,6 +31,7 @@ THREE_ATOM_PATHS = 300  # paths of three atoms counted per relation: those that 
 MIN_CORRECT = 2  # known pairs a rule must derive to be kept (AnyBURL's default)
 MAX_WALKS = 3_000_000  # two-step walks a pair may need to be walked while finding paths of three atoms
 CHUNK_WALKS = 1_000_000  # two-step walks followed at once
+DENSE_KEYS = 1 << 26  # (path, pair) keys of a chunk counted by a table of this many entries at most, else sorted
 # paths met at the far end after which no further pair is walked (Kinship's relations meet 8 to 42 million
 # from their pairs, FB15k-237's up to 12 million, WordNet's 0.1 million): on valid.txt, Kinship's counted
 # rules ranked the same from a quarter of its pairs in half the time, the FB15k-237 sample and Family the same
@@ -180,6 +181,19 @@ def two_atom_paths(edges: Edges, heads: np.ndarray, tails: np.ndarray) -> set[tu
     return found
 
 
+def paths_per_pair(keys: np.ndarray, paths: int, pairs: int) -> tuple[np.ndarray, np.ndarray]:
+    """(each path met, ascending; the distinct pairs it joins) from ``keys`` = path * pairs + pair, repeats
+    included: by a table of every (path, pair) where it is at most ``DENSE_KEYS`` entries and the keys are not
+    far fewer (a dense graph meets tens of millions of keys among a few million), else by a sort."""
+    if paths * pairs <= min(DENSE_KEYS, 16 * keys.size):  # a table pays where the keys are many for its size
+        seen = np.zeros(paths * pairs, dtype=bool)
+        seen[keys] = True
+        joins = np.count_nonzero(seen.reshape(paths, pairs), axis=1)
+        met = np.flatnonzero(joins)
+        return met, joins[met]
+    return sorted_counts(sorted_unique(keys) // pairs)
+
+
 def three_atom_paths(edges: Edges, heads: np.ndarray, tails: np.ndarray) -> dict[tuple[int, int, int], int]:
     """The paths (i, j, l) of three atoms that join some pair (heads[k], tails[k]), with the number of pairs
     each joins. Each pair is walked two steps from the end with the fewer two-step walks, then met with the
@@ -195,7 +209,7 @@ def three_atom_paths(edges: Edges, heads: np.ndarray, tails: np.ndarray) -> dict
     cost = two_steps[near]
     keep = cost <= MAX_WALKS
     near, far, backwards, cost = near[keep], far[keep], backwards[keep], cost[keep]
-    counts: dict[tuple[int, int, int], int] = {}
+    found: list[tuple[np.ndarray, np.ndarray]] = []  # per chunk, each path met and the pairs it joins there
     at = joined = 0
     while at < near.size and joined < MAX_JOINED:
         end = at + max(1, int(np.searchsorted(np.cumsum(cost[at:]), CHUNK_WALKS, "right")))
@@ -206,21 +220,45 @@ def three_atom_paths(edges: Edges, heads: np.ndarray, tails: np.ndarray) -> dict
         last_rows, last = edges.leaving(far[pair])  # read backwards: the edges entering the far end
         left = walk_pair * edges.n + edges.dst[second]
         right = last_rows * edges.n + edges.dst[last]
-        rows, matched = sorted_join(left, right, last)
-        joined += rows.size
-        a = edges.label[first[second_rows[rows]]]
-        b = edges.label[second[rows]]
-        c = edges.label[matched] ^ 1
-        flip = backwards[pair[walk_pair[rows]]]  # found from the tail: the path read in reverse
-        a, c = np.where(flip, c ^ 1, a), np.where(flip, a ^ 1, c)
-        b = np.where(flip, b ^ 1, b)
-        who = pair[walk_pair[rows]]
-        distinct = sorted_unique(((a * k + b) * k + c) * near.size + who)  # each path once per pair
-        for code, many in zip(*sorted_counts(distinct // near.size), strict=True):
-            key = (int(code) // (k * k), int(code) // k % k, int(code) % k)
-            counts[key] = counts.get(key, 0) + int(many)
+        order = np.argsort(right, kind="stable")  # the join of sorted_join, its matches kept per walk
+        right, far_label = right[order], edges.label[last[order]]
+        lo = np.searchsorted(right, left, "left")
+        count = np.searchsorted(right, left, "right") - lo
+        joined += int(count.sum())
+        # a path's key, ((a k + b) k + c) * pairs + pair for atoms a, b, c from X to Y, is a part per walk (its
+        # two atoms, its pair) and a part per far edge: a walk from the tail (flip) reads the path in reverse,
+        # (c, b, a) = (far edge, second ^ 1, first ^ 1); from the head, (a, b, c) = (first, second, far edge ^ 1)
+        hit = np.flatnonzero(count)  # the walks that meet the far end (on a sparse graph, few of them)
+        lo, count, walk_pair = lo[hit], count[hit], walk_pair[hit]
+        a, b = edges.label[first[second_rows[hit]]], edges.label[second[hit]]
+        flip = backwards[pair[walk_pair]]
+        width = end - at  # the chunk's pairs: walk_pair is a pair's place among them
+        walk = np.where(flip, (b ^ 1) * k + (a ^ 1), (a * k + b) * k) * width + walk_pair
+        ends = (far_label ^ 1) * width, far_label * (k * k * width)  # from the head, from the tail
+        if k**3 * width <= DENSE_KEYS:  # keys of 32 bits, the walks of each end taken apart (no per-key choice)
+            walk, ends = walk.astype(np.int32), (ends[0].astype(np.int32), ends[1].astype(np.int32))
+            keys, filled = np.empty(int(count.sum()), np.int32), 0
+            for side, chosen in ((0, ~flip), (1, flip)):
+                many = count[chosen]
+                part = keys[filled : filled + int(many.sum())]
+                np.add(np.repeat(walk[chosen], many), ends[side][ranges(lo[chosen], many)], out=part)
+                filled += part.size
+        else:
+            matched = ranges(lo, count)
+            keys = np.repeat(walk, count)
+            keys += np.where(np.repeat(flip, count), ends[1][matched], ends[0][matched])
+        found.append(paths_per_pair(keys, k**3, width))
         at = end
-    return counts
+    if not found:
+        return {}
+    codes = np.concatenate([c for c, _ in found])
+    many = np.concatenate([m for _, m in found])
+    order = np.argsort(codes, kind="stable")
+    codes, many = codes[order], many[order]
+    starts = run_starts(codes)
+    codes, many = codes[starts], np.add.reduceat(many, starts)
+    keys = zip((codes // (k * k)).tolist(), (codes // k % k).tolist(), (codes % k).tolist(), strict=True)
+    return dict(zip(keys, many.tolist(), strict=True))
 
 
 def each(

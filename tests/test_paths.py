@@ -153,3 +153,21 @@ def test_paths_of_three_atoms_stop_being_walked_after_max_joined(monkeypatch):
     alone = paths.three_atom_paths(edges, heads[:1], tails[:1])
     assert paths.three_atom_paths(edges, heads, tails) == alone
     assert sum(alone.values()) < sum(whole.values())
+
+
+def test_paths_met_are_counted_alike_by_a_table_and_by_a_sort(monkeypatch):
+    """A dense graph's chunks count (path, pair) keys in a table, a sparse one's by a sort: the same counts."""
+    matrices = graph(5)
+    heads, tails = (np.asarray(x, np.int64) for x in matrices["r"].nonzero())
+    edges = paths.Edges([m for _, m in paths.atom_matrices(matrices)], 16)
+    tabled = paths.three_atom_paths(edges, heads, tails)
+    monkeypatch.setattr(paths, "DENSE_KEYS", 0)
+    assert paths.three_atom_paths(edges, heads, tails) == tabled and tabled
+    rng = np.random.default_rng(0)
+    for size in (10, 5_000):  # few keys for the table's size (sorted) and many (tabled)
+        keys = rng.integers(0, 40 * 7, size)
+        monkeypatch.setattr(paths, "DENSE_KEYS", 1 << 26)
+        met, joins = paths.paths_per_pair(keys, 40, 7)
+        distinct = np.unique(keys)
+        expected = np.unique(distinct // 7, return_counts=True)
+        assert np.array_equal(met, expected[0]) and np.array_equal(joins, expected[1])
