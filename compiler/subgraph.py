@@ -49,13 +49,16 @@ def candidate_atoms(spec: LearnSpec, checked: Checked) -> int:
 
 def unpruned(checked: Checked, world: GroundWorld, weighed: bool = False) -> int:
     """The world's substitutions before any join prunes them: per learned predicate, its head atoms that
-    training reads (every one of a closed predicate, else its examples) times its extra variables' domain
-    sizes. ``weighed``: each predicate's times its candidate atoms, the index entries of those substitutions."""
+    training reads (every one of a closed predicate or of one that a learned body reads, which lowering
+    demands beyond the examples; else its examples) times its extra variables' domain sizes. ``weighed``:
+    each predicate's times its candidate atoms, the index entries of those substitutions."""
     closed = {name for name, _ in checked.sketch.closed}
+    read = {q for spec in checked.learned.values() for q in spec.body}  # demanded beyond their examples
     total = 0
     for name, spec in checked.learned.items():
         sizes = [len(world.domains[t]) for t in spec.var_types]
-        heads = math.prod(sizes[: spec.head_arity]) if name in closed else sum(e[0] == name for e in world.examples)
+        every = name in closed or name in read
+        heads = math.prod(sizes[: spec.head_arity]) if every else sum(e[0] == name for e in world.examples)
         atoms = candidate_atoms(spec, checked) if weighed else 1
         total += heads * math.prod(sizes[spec.head_arity :]) * atoms
     return total
