@@ -74,11 +74,17 @@ def _encode(columns: list[np.ndarray], sizes: list[int]) -> np.ndarray:
 
 def sorted_join(row_keys: np.ndarray, fact_keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every (row, value) with the row's key equal to a fact's key: a sorted join."""
+    order, lo, count = matched_ranges(row_keys, fact_keys)
+    return np.repeat(np.arange(row_keys.size), count), values[order][ranges(lo, count)]
+
+
+def matched_ranges(row_keys: np.ndarray, fact_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A sorted join before it is spelled out: the facts' order by key, and per row the start and count of its
+    matches in that order (what a caller reads per row, where the joined rows would be many)."""
     order = np.argsort(fact_keys, kind="stable")
-    fact_keys, values = fact_keys[order], values[order]
+    fact_keys = fact_keys[order]
     lo = np.searchsorted(fact_keys, row_keys, "left")
-    count = np.searchsorted(fact_keys, row_keys, "right") - lo
-    return np.repeat(np.arange(row_keys.size), count), values[ranges(lo, count)]
+    return order, lo, np.searchsorted(fact_keys, row_keys, "right") - lo
 
 
 def ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:

@@ -36,6 +36,11 @@ class Allowance:
             return cls()
         return cls(math.floor(noise * counts[True] + 1e-9), math.floor(noise * counts[False] + 1e-9))
 
+    @classmethod
+    def of_score(cls, score: Score, noise: float | None) -> Allowance:
+        """From the examples ``score`` counts: on a subgraph's whole worlds, their own share of each class."""
+        return cls.of_counts({True: score.positives, False: score.negatives}, noise or 0.0)
+
     @property
     def total(self) -> int:
         return self.missed + self.derived

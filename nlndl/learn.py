@@ -134,12 +134,6 @@ def memberships(model: ForwardChainer, restart: int) -> dict[str, tuple[np.ndarr
     return restart_memberships(all_memberships(model), restart)
 
 
-def whole_allowance(score: Score, noise: float | None) -> Allowance:
-    """What ``noise`` allows of the examples ``score`` counts: on a subgraph's whole worlds, their own share of
-    each class, not the subgraph's."""
-    return Allowance.of_counts({True: score.positives, False: score.negatives}, noise or 0.0)
-
-
 class Outgrown(Exception):  # noqa: N818 (not an error: the subgraph is to grow)
     """Raised by a check when rules fit the subgraph trained on but not the whole worlds, or when the best rules
     have not improved for ``train.patience`` iterations on it (a subgraph may cut the facts that derive some of
@@ -275,7 +269,7 @@ class Learner:
             if verified.mistakes <= allowed and self.program.whole:  # trained on subgraphs: the whole worlds judge
                 self.best, self.best_restart = (1.0 - verified.mistakes / max(examples, 1), simple, verified), restart
                 verified = self.whole_score(simple)
-                allowance = whole_allowance(verified, self.config.noise)  # the whole worlds' share of each class
+                allowance = Allowance.of_score(verified, self.config.noise)  # the whole worlds' share of each class
                 if self.growing and not verified.solved and not (allowed and allowance.admits(verified)):
                     raise Outgrown(verified)
             if allowed:  # with noise a perfect fit is one more candidate: it may fit the mislabelled examples

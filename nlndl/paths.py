@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
-from nlndl.compiler.join import ranges, run_starts, sorted_counts, sorted_join, sorted_unique
+from nlndl.compiler.join import matched_ranges, ranges, run_starts, sorted_counts, sorted_join, sorted_unique
 from nlndl.defaults import KG_PATH_LENGTH as LENGTH
 
 SAMPLE = 2000  # known pairs per relation from which paths of three atoms are found
@@ -220,10 +220,8 @@ def three_atom_paths(edges: Edges, heads: np.ndarray, tails: np.ndarray) -> dict
         last_rows, last = edges.leaving(far[pair])  # read backwards: the edges entering the far end
         left = walk_pair * edges.n + edges.dst[second]
         right = last_rows * edges.n + edges.dst[last]
-        order = np.argsort(right, kind="stable")  # the join of sorted_join, its matches kept per walk
-        right, far_label = right[order], edges.label[last[order]]
-        lo = np.searchsorted(right, left, "left")
-        count = np.searchsorted(right, left, "right") - lo
+        order, lo, count = matched_ranges(left, right)  # the join, its matches kept per walk
+        far_label = edges.label[last[order]]
         joined += int(count.sum())
         # a path's key, ((a k + b) k + c) * pairs + pair for atoms a, b, c from X to Y, is a part per walk (its
         # two atoms, its pair) and a part per far edge: a walk from the tail (flip) reads the path in reverse,

@@ -161,7 +161,7 @@ def each_relation(
                 except BrokenProcessPool:
                     raise JobError(
                         f"{directory}: error: the worker process {doing} relation {target!r} ended without a "
-                        f"result (killed, perhaps for lack of memory); try --jobs 1, or a lower --memory-limit"
+                        "result (killed, perhaps for lack of memory); try --jobs 1, or a lower --memory-limit"
                         f"{unguarded_script()}"
                     ) from None
                 out[target] = learned

@@ -304,7 +304,7 @@ def noise_line(noise: float, score: Score) -> str:
     scored ``score``: where the labels are noisier than said, the rules may be right and the setting low."""
     from nlndl.allowance import Allowance
 
-    allowed = Allowance.of_counts({True: score.positives, False: score.negatives}, noise)
+    allowed = Allowance.of_score(score, noise)
     classes = ((score.false_negatives, score.positives), (score.false_positives, score.negatives))
     fractions = [wrong / count for wrong, count in classes if count]
     needed = math.ceil(max(fractions, default=0.0) * 100 - 1e-9) / 100
