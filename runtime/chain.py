@@ -22,7 +22,7 @@ from nlndl.runtime.grid import ColumnGrid
 from nlndl.runtime.message_passing import aggregate, gather
 from nlndl.runtime.nln import GridInputs, Prepared, Variants
 from nlndl.runtime.predicate import PredicateFunction
-from nlndl.runtime.scatter import scatter_or_logs
+from nlndl.runtime.scatter import scatter_or_logs, scatter_sum
 from nlndl.runtime.worlds import WorldTensors
 
 
@@ -55,10 +55,15 @@ class ChainStep(nn.Module):
         size: int,
         old: torch.Tensor,
         prepared: Prepared,
+        crisp: bool = False,
     ) -> torch.Tensor:
         """The predicate's new valuations (K, size) from all valuations ``x`` (K, atoms); ``columns`` gathers its
-        fuzzy inputs (an index (Lf, S)) or reads them in the product (a :class:`ColumnGrid`)."""
+        fuzzy inputs (an index (Lf, S)) or reads them in the product (a :class:`ColumnGrid`). ``crisp``: every
+        membership and valuation is 0 or 1 (a crisp program's run), so a DNF's OR is an any."""
         fuzzy = GridInputs(x, columns) if isinstance(columns, ColumnGrid) else gather(x, columns)
+        if crisp and self.function.ir.form == "dnf" and self.aggregation == "or":
+            holds = self.function.holds(fuzzy, prepared).to(old.dtype)
+            return self.update(old, (scatter_sum(holds, target, size) > 0).to(old.dtype))
         if self.function.ir.form == "dnf" and self.aggregation == "or":  # the OR of ORs: sum their logs
             return self.update(old, scatter_or_logs(self.function.log_none(fuzzy, prepared), target, size))
         return self.update(old, aggregate(self.function(fuzzy, prepared), target, size, self.aggregation))
@@ -132,7 +137,9 @@ class ForwardChainer(nn.Module):
             offset, size = world.ranges[p]
             old = x[:, offset : offset + size]
             columns = world.fuzzy_columns(p)
-            new = self.steps_[p](x, columns, getattr(world, f"scatter_{p}"), size, old, prepared[p])
+            new = self.steps_[p](
+                x, columns, getattr(world, f"scatter_{p}"), size, old, prepared[p], threshold is not None
+            )
             if threshold is not None:
                 new = (new > 0.5).to(new.dtype)
             x = torch.cat([x[:, :offset], new, x[:, offset + size :]], dim=1)

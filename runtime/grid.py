@@ -4,10 +4,12 @@ The first level's power form needs, per restart k, term t and substitution s, th
 sum_j W[k, t, j] x[k, slot(j, s)] over the fuzzy candidate atoms j. Gathered, that is a (K, atoms, S)
 tensor and a batched matrix product over it, every step, and as much again backward. But an atom
 q(V_a, V_b, V_c) reads q's valuation, a dense cube, along three of the substitution's variables: the
-atoms over one set of variables sum to one small cube per term, (K, T, n_a, n_b, n_c), and the sum over
-all atoms is these cubes broadcast over the grid of all variables (K, T, n_0, ..., n_V-1), read at the
-kept substitutions. Multiplication (59 learned atoms over 10 sets of three of five variables, 14,001 of
-16,807 substitutions kept) does about a sixth of the work this way.
+atoms over one set of variables sum to one small cube per term, (K, T, n_a, n_b, n_c), and a
+substitution's sum over all atoms is one cell of each group's cube, added up. The cubes are laid out as
+rows of K x T values (a table), so each kept substitution sums a few contiguous rows
+(``embedding_bag``), and each row's gradient sums the rows of the substitutions that read it.
+Multiplication (59 learned atoms over 10 sets of three of five variables, 14,001 of 16,807 substitutions
+kept) does about a sixth of the work this way.
 """
 
 from __future__ import annotations
@@ -17,15 +19,17 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from nlndl.compiler.ir import LearnedIR, WorldIR
 
 # the grid form is used where its estimated work is at most this share of the gather's, and the gather's
-# (index entries times terms, per step) is at least MIN_GATHER_WORK: below that, on the bundled tasks,
-# the grid's several small operations per step cost more than they save
-GRID_SHARE = 0.5
-MIN_GATHER_WORK = 1_000_000
+# (index entries times terms, per step and restart) is at least MIN_GATHER_WORK: below that, on the bundled
+# tasks, the grid's several small operations per step cost more than they save (Length, 250,000 at 0.60:
+# 10-20% faster an iteration; Less than, 16,000 at 0.81, and Husband, 53,000 at 0.78: 30-60% slower)
+GRID_SHARE = 0.65
+MIN_GATHER_WORK = 200_000
 
 
 @dataclass(frozen=True)
@@ -53,25 +57,54 @@ def cube(x: torch.Tensor, offset: int, shape: tuple[int, ...], arguments: tuple[
     return values.permute(0, *(1 + labels.index(v) for v in sorted(labels)))
 
 
+class _RowSums(torch.autograd.Function):
+    """out[s] = sum_j table[bags[s, j]] (``embedding_bag``'s sum); backward, each table row's gradient sums the
+    output rows of the substitutions that read it, ``members[starts[r]:starts[r + 1]]``: the transposed bags,
+    as ``embedding_bag`` again, about twice as fast on CPU as its own backward."""
+
+    @staticmethod
+    def forward(
+        ctx, table: torch.Tensor, bags: torch.Tensor, members: torch.Tensor, starts: torch.Tensor
+    ) -> torch.Tensor:
+        ctx.save_for_backward(members, starts)
+        return F.embedding_bag(bags, table, mode="sum")
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        members, starts = ctx.saved_tensors
+        return F.embedding_bag(members, grad.contiguous(), starts, mode="sum"), None, None, None
+
+
 class ColumnGrid(nn.Module):
     """Where one learned predicate's fuzzy atoms are read from the valuation cubes of one world (see the module
-    docstring): groups of atoms by their variables, and the kept substitutions' flat indices in the grid."""
+    docstring): groups of atoms by their variables, each group's cubes gathered from the valuation in one
+    index, and per kept substitution the table row of its cell in each group's cube."""
 
-    def __init__(
-        self,
-        sizes: tuple[int, ...],
-        grid: np.ndarray,
-        groups: list[CubeGroup],
-        clustered: list[list[int]],
-        negation: bool,
-    ) -> None:
+    def __init__(self, sizes: tuple[int, ...], grid: np.ndarray, groups: list[CubeGroup], negation: bool) -> None:
         super().__init__()
-        self.sizes, self.groups, self.clusters, self.negation = sizes, groups, clustered, negation
-        # per group, the shape its (K, T, cube) sum is viewed as to broadcast over the grid: 1 for other variables
-        self.views = [tuple(n if v in g.variables else 1 for v, n in enumerate(sizes)) for g in groups]
-        self.register_buffer("grid", torch.from_numpy(np.ascontiguousarray(grid, dtype=np.int64)), persistent=False)
+        self.sizes, self.groups, self.negation = sizes, groups, negation
+        atoms = 1 + max(o + math.prod(s) for g in groups for o, s in zip(g.offsets, g.shapes, strict=True))
+        slots = torch.arange(atoms).unsqueeze(0)
+        theta = np.unravel_index(grid, sizes)
+        bags, start = [], 0
         for i, group in enumerate(groups):
+            cubes = [cube(slots, *atom) for atom in zip(group.offsets, group.shapes, group.arguments, strict=True)]
+            index = torch.stack(cubes, dim=1).reshape(-1).contiguous()
+            self.register_buffer(f"atoms_{i}", index, persistent=False)
             self.register_buffer(f"columns_{i}", torch.tensor(group.columns, dtype=torch.long), persistent=False)
+            cells = math.prod(sizes[v] for v in group.variables)
+            axes = [sizes[v] for v in group.variables]
+            flat = np.ravel_multi_index([theta[v] for v in group.variables], axes) if axes else np.zeros_like(grid)
+            bags.append(start + flat)
+            start += cells
+        bags_np = np.stack(bags, axis=1).astype(np.int64)  # (kept, groups): each substitution's table rows
+        self.register_buffer("bags", torch.from_numpy(bags_np), persistent=False)
+        # the transposed bags: per table row, the kept substitutions that read it
+        rows = bags_np.reshape(-1)
+        members = np.argsort(rows, kind="stable") // len(groups)
+        starts = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=start))[:-1]])
+        self.register_buffer("members", torch.from_numpy(members.astype(np.int64)), persistent=False)
+        self.register_buffer("starts", torch.from_numpy(starts.astype(np.int64)), persistent=False)
 
     def weighted(self, x: torch.Tensor, weights: torch.Tensor, base: torch.Tensor) -> torch.Tensor:
         """base + sum_j weights[..., j] * (fuzzy column j at each kept substitution): x (K, atoms) the valuation,
@@ -82,39 +115,14 @@ class ColumnGrid(nn.Module):
             half = weights.shape[-1] // 2
             base = base + weights[..., half:].sum(-1, keepdim=True)
             weights = weights[..., :half] - weights[..., half:]
-        parts = []
+        rows = []
         for i, group in enumerate(self.groups):
-            cubes = [
-                cube(x, offset, shape, arguments)
-                for offset, shape, arguments in zip(group.offsets, group.shapes, group.arguments, strict=True)
-            ]
-            stacked = torch.stack(cubes, dim=1).reshape(k, len(cubes), -1)  # (K, atoms of the group, cube)
-            parts.append(torch.bmm(weights.index_select(-1, getattr(self, f"columns_{i}")), stacked))
-        total = None
-        for cluster in self.clusters:  # each cluster's groups summed over its variables, then the clusters
-            partial = None
-            for i in cluster:
-                part = parts[i].reshape(k, t, *self.views[i])
-                partial = part if partial is None else partial + part
-            total = partial if total is None else total + partial
-        total = total.expand(k, t, *self.sizes).reshape(k, t, -1)
-        return base + total.index_select(-1, self.grid)
-
-
-def clusters(variables: list[tuple[int, ...]], width: int) -> list[list[int]]:
-    """The groups (by their variables) in clusters whose variables together are fewer than all ``width``
-    where possible: each cluster is summed on its own smaller grid, and only the clusters' sums are added
-    on the whole grid (Multiplication: 4 whole-grid tensors instead of 10)."""
-    out: list[tuple[set[int], list[int]]] = []
-    for i, vs in enumerate(variables):
-        fits = [c for c in out if len(c[0] | set(vs)) < width or len(c[0] | set(vs)) == len(c[0])]
-        if fits:
-            union, members = min(fits, key=lambda c: len(c[0] | set(vs)))
-            union |= set(vs)
-            members.append(i)
-        else:
-            out.append((set(vs), [i]))
-    return [members for _, members in out]
+            cubes = x.index_select(-1, getattr(self, f"atoms_{i}")).view(k, len(group.columns), -1)
+            sums = torch.bmm(weights.index_select(-1, getattr(self, f"columns_{i}")), cubes)  # (K, T, cells)
+            rows.append(sums.reshape(k * t, -1).t())
+        table = torch.cat(rows)  # (cells of every group, K * T)
+        out = _RowSums.apply(table, self.bags, self.members, self.starts)  # (S, K * T)
+        return base + out.view(-1, k, t).permute(1, 2, 0)
 
 
 def column_grid(ir: LearnedIR, fuzzy_inputs: list[int], world: WorldIR) -> ColumnGrid | None:
@@ -140,22 +148,18 @@ def column_grid(ir: LearnedIR, fuzzy_inputs: list[int], world: WorldIR) -> Colum
             return None
         found.setdefault(tuple(sorted(set(atom.vars))), []).append((column, entry.offset, entry.shape, atom.vars))
     groups = [CubeGroup(variables, *(tuple(a) for a in zip(*atoms, strict=True))) for variables, atoms in found.items()]
-    clustered = clusters([g.variables for g in groups], len(sizes))
     gathering = len(fuzzy_inputs) * grid.size * (ir.terms + 1)  # the gather, and the product over it
-    work = grid_work(groups, clustered, sizes, grid.size, ir.terms)
+    work = grid_work(groups, sizes, grid.size, ir.terms)
     if gathering < MIN_GATHER_WORK or work > GRID_SHARE * gathering:
         return None
-    return ColumnGrid(sizes, grid, groups, clustered, ir.negation)
+    return ColumnGrid(sizes, grid, groups, ir.negation)
 
 
-def grid_work(
-    groups: list[CubeGroup], clustered: list[list[int]], sizes: tuple[int, ...], kept: int, terms: int
-) -> int:
-    """Elements the grid form writes per step and restart: each atom's cube per term, each group's sum
-    broadcast over its cluster's variables, each cluster's over the whole grid, and the kept substitutions."""
-    work = kept
-    for cluster in clustered:
-        union = {v for i in cluster for v in groups[i].variables}
-        work += len(cluster) * math.prod(sizes[v] for v in union) + math.prod(sizes)
-        work += sum(len(groups[i].columns) * math.prod(sizes[v] for v in groups[i].variables) for i in cluster)
-    return terms * work
+def grid_work(groups: list[CubeGroup], sizes: tuple[int, ...], kept: int, terms: int) -> int:
+    """Elements the grid form reads and writes per step and restart: each group's cubes and their sums per
+    term, each kept substitution's row of every group, and the result."""
+    work = kept * terms * (len(groups) + 1)
+    for group in groups:
+        cells = math.prod(sizes[v] for v in group.variables)
+        work += len(group.columns) * cells + terms * cells
+    return work

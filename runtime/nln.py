@@ -3,6 +3,7 @@ columns, and its split form where extensional (crisp) columns enter as one matri
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import torch
@@ -13,6 +14,9 @@ from nlndl.runtime.layers import conjunction, disjunction
 from nlndl.runtime.scatter import log_not, product_or
 
 LOG_FLOOR = 1e-6  # memberships are capped at 1 - LOG_FLOOR inside log(1 - m)
+# a crisp first-level term's log is 0 where it holds and at most log(LOG_FLOOR), about -13.8, per false
+# selected atom where it does not: halfway tells the two apart whatever the rounding of the sums
+CRISP_HOLDS = math.log(LOG_FLOOR) / 2
 
 
 def log_keep(m: torch.Tensor) -> torch.Tensor:
@@ -129,6 +133,16 @@ def split_dnf_log_none(fuzzy: Fuzzy, prep: Prepared) -> torch.Tensor:
         terms = torch.exp(exponent) * conjunction(fuzzy.mT, prep.inner_fuzzy.unsqueeze(1))
         return log_not(terms * prep.scale.unsqueeze(1)).sum(-1)
     return log_none(exponent, prep.scale, cap=prep.log_keep_fuzzy is not None and has_fuzzy(fuzzy))
+
+
+def split_dnf_holds(fuzzy: Fuzzy, prep: Prepared) -> torch.Tensor:
+    """Whether some term of a DNF's crisp program holds, per substitution (K, S) of bool: every membership and
+    column is 0 or 1, so this is :func:`split_dnf_log_none` read at 0.5 (but where a head atom has hundreds of
+    thousands of substitutions), without its exp and log."""
+    holds = _first_exponent(fuzzy, prep, "dnf") > CRISP_HOLDS
+    if has_fuzzy(fuzzy) and prep.log_keep_fuzzy is None:
+        holds = holds & (conjunction(fuzzy.mT, prep.inner_fuzzy.unsqueeze(1)) > 0.5)
+    return (holds & (prep.scale.unsqueeze(1) > 0.5)).any(-1)
 
 
 def _first_exponent(fuzzy: Fuzzy, prep: Prepared, form: str) -> torch.Tensor:

@@ -15,6 +15,7 @@ from nlndl.runtime.nln import (
     Variants,
     fuzzy_any,
     log_keep,
+    split_dnf_holds,
     split_dnf_log_none,
     split_nln_forward,
 )
@@ -168,3 +169,9 @@ class PredicateFunction(nn.Module):
         if self.ir.negation and isinstance(fuzzy, torch.Tensor):
             fuzzy = torch.cat([fuzzy, 1.0 - fuzzy], dim=-2)
         return prep.spread(split_dnf_log_none(fuzzy, prep))
+
+    def holds(self, fuzzy: Fuzzy, prep: Prepared) -> torch.Tensor:
+        """Whether F_p of a DNF's crisp program is 1, per substitution (K, S) of bool (see split_dnf_holds)."""
+        if self.ir.negation and isinstance(fuzzy, torch.Tensor):
+            fuzzy = torch.cat([fuzzy, 1.0 - fuzzy], dim=-2)
+        return prep.spread(split_dnf_holds(fuzzy, prep))

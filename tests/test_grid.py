@@ -1,6 +1,5 @@
 """The grid form of the fuzzy columns (nlndl.runtime.grid) gives the gather's values and gradients."""
 
-import itertools
 from pathlib import Path
 from unittest.mock import patch
 
@@ -9,7 +8,6 @@ import torch
 from nlndl.compiler import compile_sketch
 from nlndl.runtime import grid as grid_module
 from nlndl.runtime.chain import ChainConfig, ForwardChainer
-from nlndl.runtime.grid import clusters
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -73,12 +71,3 @@ def test_grid_is_chosen_where_it_pays():
         program = compile_sketch(ROOT / "examples/ilp" / sketch / "sketch.dl")
         model = ForwardChainer(program, ChainConfig(restarts=2))
         assert all((g is not None) == expected for g in grids_of(model).values())
-
-
-def test_clusters_partition_the_groups_on_smaller_grids():
-    triples = list(itertools.combinations(range(5), 3))
-    found = clusters(triples, 5)
-    assert sorted(i for c in found for i in c) == list(range(len(triples)))
-    assert len(found) == 4
-    assert all(len({v for i in c for v in triples[i]}) < 5 for c in found)
-    assert clusters([(0, 1, 2)], 3) == [[0]]  # one group over every variable stays one cluster

@@ -12,10 +12,11 @@ from hypothesis import strategies as st
 from nlndl.compiler import CompileError, compile_sketch
 from nlndl.defaults import CLASS_WEIGHTS
 from nlndl.runtime import grid, sparse_crisp, worlds
-from nlndl.runtime.chain import ChainConfig, ForwardChainer
+from nlndl.runtime.chain import ChainConfig, ChainStep, ForwardChainer
 from nlndl.runtime.config import RESTART_TIERS, amalgamations, auto_restarts
 from nlndl.runtime.fused import log_none
 from nlndl.runtime.init import Init
+from nlndl.runtime.nln import Variants
 from nlndl.runtime.scatter import log_not
 
 
@@ -225,6 +226,40 @@ def test_default_restarts_follow_the_work_of_a_forward_pass():
     assert ForwardChainer(small).restarts == auto_restarts(small) == RESTART_TIERS[0][1]
     assert auto_restarts(large) < auto_restarts(small)
     assert ForwardChainer(small, ChainConfig(restarts=3)).restarts == 3
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.data())
+def test_crisp_runs_any_as_the_float_or_rounds(tmp_path_factory, data):
+    """A crisp program's run (threshold set: memberships and valuations 0 or 1) reads a DNF's OR as an any over
+    its terms and substitutions; it gives what the float OR rounded at 0.5 gives, every restart and variant."""
+    path = tmp_path_factory.mktemp("crisp") / "s.dl"
+    path.write_text(random_sketch(data.draw))
+    program = compile_sketch(path)
+    torch.manual_seed(data.draw(st.integers(0, 1000)))
+    config = ChainConfig(
+        restarts=4,
+        inner_init=Init("normal", std=2.0),
+        outer_init=Init("normal", std=2.0),
+        amalgamation=data.draw(st.sampled_from([None, "replace", "or", "max"])),
+        fuzzy=data.draw(st.sampled_from(["power", "product"])),
+    )
+    grid_share = data.draw(st.sampled_from([0.0, float("inf")]))
+    with patch.object(grid, "GRID_SHARE", grid_share), patch.object(grid, "MIN_GATHER_WORK", 0):
+        model = ForwardChainer(program, config)
+    terms = model.functions["p"].inner.shape[1]
+    keep = torch.tensor(
+        data.draw(
+            st.lists(st.lists(st.sampled_from([0.0, 1.0]), min_size=terms, max_size=terms), min_size=3, max_size=3)
+        )
+    )
+    variants = Variants(torch.tensor([0, 1, 3]), {"p": keep})
+    original = ChainStep.forward
+    for v in (None, variants):
+        fast = model.run(model.worlds[0], threshold=0.5, variants=v)
+        with patch.object(ChainStep, "forward", lambda self, *args: original(self, *args[:6])):
+            rounded = model.run(model.worlds[0], threshold=0.5, variants=v)
+        assert torch.equal(fast, rounded)
 
 
 def test_power_and_product_forms_agree_on_crisp_valuations():
