@@ -82,7 +82,7 @@ class ColumnGrid(nn.Module):
 
     def __init__(self, sizes: tuple[int, ...], grid: np.ndarray, groups: list[CubeGroup], negation: bool) -> None:
         super().__init__()
-        self.sizes, self.groups, self.negation = sizes, groups, negation
+        self.groups, self.negation = groups, negation
         atoms = 1 + max(o + math.prod(s) for g in groups for o, s in zip(g.offsets, g.shapes, strict=True))
         slots = torch.arange(atoms).unsqueeze(0)
         theta = np.unravel_index(grid, sizes)
@@ -92,11 +92,10 @@ class ColumnGrid(nn.Module):
             index = torch.stack(cubes, dim=1).reshape(-1).contiguous()
             self.register_buffer(f"atoms_{i}", index, persistent=False)
             self.register_buffer(f"columns_{i}", torch.tensor(group.columns, dtype=torch.long), persistent=False)
-            cells = math.prod(sizes[v] for v in group.variables)
             axes = [sizes[v] for v in group.variables]
             flat = np.ravel_multi_index([theta[v] for v in group.variables], axes) if axes else np.zeros_like(grid)
             bags.append(start + flat)
-            start += cells
+            start += math.prod(axes)
         bags_np = np.stack(bags, axis=1).astype(np.int64)  # (kept, groups): each substitution's table rows
         self.register_buffer("bags", torch.from_numpy(bags_np), persistent=False)
         # the transposed bags: per table row, the kept substitutions that read it
