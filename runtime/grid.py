@@ -83,7 +83,7 @@ class ColumnGrid(nn.Module):
     def __init__(self, sizes: tuple[int, ...], grid: np.ndarray, groups: list[CubeGroup], negation: bool) -> None:
         super().__init__()
         self.groups, self.negation = groups, negation
-        atoms = 1 + max(o + math.prod(s) for g in groups for o, s in zip(g.offsets, g.shapes, strict=True))
+        atoms = max(o + math.prod(s) for g in groups for o, s in zip(g.offsets, g.shapes, strict=True))
         slots = torch.arange(atoms).unsqueeze(0)
         theta = np.unravel_index(grid, sizes)
         bags, start = [], 0

@@ -158,20 +158,21 @@ class PredicateFunction(nn.Module):
             base = base + fuzzy.sum(-1, keepdim=True)
         return Prepared(base, inner[..., self.fuzzy_columns], outer, gate, fuzzy, rows)
 
+    def negated_too(self, fuzzy: Fuzzy) -> Fuzzy:
+        """Gathered fuzzy columns with their negations appended, where the predicate reads negated atoms (the grid
+        form reads them from its own weights)."""
+        if self.ir.negation and isinstance(fuzzy, torch.Tensor):
+            return torch.cat([fuzzy, 1.0 - fuzzy], dim=-2)
+        return fuzzy
+
     def forward(self, fuzzy: Fuzzy, prep: Prepared) -> torch.Tensor:
         """Gathered fuzzy candidate atoms, column-major (K, Lf, S), or where to read them -> (K, S) value of F_p."""
-        if self.ir.negation and isinstance(fuzzy, torch.Tensor):
-            fuzzy = torch.cat([fuzzy, 1.0 - fuzzy], dim=-2)
-        return prep.spread(split_nln_forward(fuzzy, prep, self.ir.form))
+        return prep.spread(split_nln_forward(self.negated_too(fuzzy), prep, self.ir.form))
 
     def log_none(self, fuzzy: Fuzzy, prep: Prepared) -> torch.Tensor:
         """log(1 - F_p) (K, S) of a DNF, for the OR over substitutions without an exp and a log between."""
-        if self.ir.negation and isinstance(fuzzy, torch.Tensor):
-            fuzzy = torch.cat([fuzzy, 1.0 - fuzzy], dim=-2)
-        return prep.spread(split_dnf_log_none(fuzzy, prep))
+        return prep.spread(split_dnf_log_none(self.negated_too(fuzzy), prep))
 
     def holds(self, fuzzy: Fuzzy, prep: Prepared) -> torch.Tensor:
         """Whether F_p of a DNF's crisp program is 1, per substitution (K, S) of bool (see split_dnf_holds)."""
-        if self.ir.negation and isinstance(fuzzy, torch.Tensor):
-            fuzzy = torch.cat([fuzzy, 1.0 - fuzzy], dim=-2)
-        return prep.spread(split_dnf_holds(fuzzy, prep))
+        return prep.spread(split_dnf_holds(self.negated_too(fuzzy), prep))
