@@ -39,6 +39,7 @@ class TrainConfig:
     # a restart stalled with such clauses weighs its classes balanced until drawn anew (nlndl.learn: not under a
     # noise allowance)
     balance_sound: bool = True
+    balanced_renewals: int = 2  # ... and is renewed while sound at most this often, then drawn anew
 
 
 @dataclass
@@ -50,6 +51,7 @@ class TrainState:
     replaced: int = 0  # restarts re-initialised after a plateau
     renewed: int = 0  # stalled restarts with some terms re-drawn and the others kept
     balanced: int = 0  # stalled restarts whose clauses derived no negative, weighed balanced from then on
+    spent_balanced: int = 0  # balanced restarts drawn anew after their last sound renewal (balanced_renewals)
 
 
 CheckFn = Callable[[ForwardChainer, torch.Tensor], int | None]
@@ -58,7 +60,14 @@ HarmfulFn = Callable[[ForwardChainer, torch.Tensor], dict[str, torch.Tensor]]
 # per given restart, whether its (crisp) clauses derive no negative example
 SoundFn = Callable[[ForwardChainer, torch.Tensor], torch.Tensor]
 ProgressFn = Callable[[TrainState, torch.Tensor], None]
-RESTART_STATE = ("restart_best", "restart_since", "restart_wrong", "restart_renewed", "restart_balanced")
+RESTART_STATE = (
+    "restart_best",
+    "restart_since",
+    "restart_wrong",
+    "restart_renewed",
+    "restart_balanced",
+    "restart_sound_renewals",
+)
 
 
 class CheckpointError(NlndlError):
@@ -102,6 +111,7 @@ class Trainer:
         self.restart_since = torch.zeros(k, dtype=torch.long)  # iteration of the last real improvement
         self.restart_renewed = torch.zeros(k, dtype=torch.bool)  # some terms re-drawn since the last full draw
         self.restart_balanced = torch.zeros(k, dtype=torch.bool)  # weighed balanced since a sound stall
+        self.restart_sound_renewals = torch.zeros(k, dtype=torch.long)  # sound stalls since weighed balanced
         self.harmful: HarmfulFn | None = None
         self.sound: SoundFn | None = None
 
@@ -123,6 +133,7 @@ class Trainer:
         self.restart_since[bad] = self.state.iteration
         self.restart_renewed[bad] = False
         self.restart_balanced[bad] = False
+        self.restart_sound_renewals[bad] = 0
 
     def renewable_terms(self, restarts: torch.Tensor) -> dict[str, torch.Tensor]:
         """Per learned predicate, the terms (len(restarts), T) to re-draw: those the disjunction does not take
@@ -164,7 +175,9 @@ class Trainer:
         such a restart weighs its classes balanced (N / P per positive) from its first such stall until it is
         drawn anew: the positives it misses weigh more against the negatives that a partial clause for them
         also derives (the default sqrt(N / P) keeps a sound program that misses a recursion's deeper cases:
-        Cons/Member)."""
+        Cons/Member). A balanced restart is renewed while sound at most ``balanced_renewals`` times (the stall
+        that balances it counts), then drawn anew: sound partial programs that stall again and again would
+        otherwise take every slot (List/Length seed 5: 13 of 16 restarts stuck missing 5 of 8 positives)."""
         losses = torch.nan_to_num(losses.cpu(), nan=float("inf"))
         # progress: fewer misclassified examples, or a loss at least 5% below the best so far (a loss that
         # only creeps down while the same examples stay wrong is a plateau)
@@ -187,6 +200,11 @@ class Trainer:
             self.restart_best[newly] = float("inf")  # its loss is on another scale from now on
             self.state.balanced += int(newly.numel())
         if cfg.renew_sound and sound is not None:
+            if cfg.balance_sound:  # every sound restart is balanced by now
+                self.restart_sound_renewals[restarts[sound]] += 1
+                worn = self.restart_sound_renewals[restarts] > cfg.balanced_renewals
+                self.state.spent_balanced += int((sound & worn).sum())
+                sound = sound & ~worn
             spent &= ~sound
         fresh = restarts[~spent]
         if cfg.renew_terms and fresh.numel():
@@ -319,7 +337,8 @@ class Trainer:
                 expected[f"adam/{key}/{part}"] = tuple(param.shape)
             expected[f"adam/{key}/step"] = (1,)
         expected["generator"] = tuple(self.generator.get_state().shape)
-        optional = {k for k in expected if k.startswith("adam/")} | {"restart_renewed", "restart_balanced"}
+        optional = {k for k in expected if k.startswith("adam/")}
+        optional |= {"restart_renewed", "restart_balanced", "restart_sound_renewals"}
         missing = sorted(set(expected) - set(tensors) - optional)
         extra = sorted(set(tensors) - set(expected))
         if missing or extra:

@@ -204,24 +204,44 @@ def test_the_learner_counts_crisp_mistakes_once_per_state_of_the_weights():
         assert torch.equal(ours, fresh.cpu())
 
 
-@pytest.mark.parametrize("sound", [True, False])
-def test_a_renewed_restart_whose_clauses_derive_no_negative_is_renewed_again(sound):
+def sound_stalls(sound: bool, stalls: int, **settings) -> tuple[Trainer, list[bool]]:
+    """A one-restart trainer stalled ``stalls`` times, 10 iterations apart, its clauses ``sound`` or not, with
+    term 0 in use and the others not; and per stall, whether the stall kept term 0 (renewed, not drawn anew)."""
     program = api.compile(ILP / "less_than" / "sketch.dl")
     model = ForwardChainer(program, ChainConfig(restarts=1))
-    trainer = Trainer(model, TrainConfig(seed=0, patience=5))
+    trainer = Trainer(model, TrainConfig(seed=0, patience=5, **settings))
     trainer.sound = lambda model, restarts: torch.full((len(restarts),), sound)
     (function,) = model.functions.values()
-    for iteration in (10, 20, 30):
+    kept_at = []
+    for stall in range(stalls):
         with torch.no_grad():
-            function.outer[:, 0], function.outer[:, 1:] = 3.0, -3.0  # term 0 in use, the others not
+            function.outer[:, 0], function.outer[:, 1:] = 3.0, -3.0
         kept = function.inner[0, 0].detach().clone()
-        trainer.state.iteration = iteration
+        trainer.state.iteration = 10 * (stall + 1)
         trainer.wrong = trainer.restart_wrong = trainer.restart_best = torch.ones(1)  # no progress
         trainer.replace_stalled(torch.ones(1), fitted=torch.tensor([False]))
-        if iteration == 10 or sound:  # the first stall renews; later ones renew only a sound restart
-            assert torch.equal(function.inner[0, 0], kept) and trainer.restart_renewed[0]
-    renewals = 3 if sound else 2  # not sound: drawn anew at 20, so renewed again at 30
+        kept_at.append(bool(torch.equal(function.inner[0, 0], kept)) and bool(trainer.restart_renewed[0]))
+    return trainer, kept_at
+
+
+@pytest.mark.parametrize("sound", [True, False])
+def test_a_renewed_restart_whose_clauses_derive_no_negative_is_renewed_again(sound):
+    trainer, kept_at = sound_stalls(sound, 3, balance_sound=False)
+    # the first stall renews; later ones renew only a sound restart (not sound: drawn anew at the second
+    # stall, so renewed again at the third)
+    assert kept_at == ([True, True, True] if sound else [True, False, True])
+    renewals = 3 if sound else 2
     assert (trainer.state.renewed, trainer.state.replaced) == (renewals, 3 - renewals)
+
+
+@pytest.mark.parametrize("renewals", [1, 2, 3])
+def test_a_balanced_restart_is_renewed_while_sound_only_so_often(renewals):
+    trainer, kept_at = sound_stalls(True, renewals + 2, balanced_renewals=renewals)
+    # balanced at the first stall; renewed at that one and the next renewals - 1, drawn anew at the one after,
+    # and a fresh draw's first stall renews it again
+    assert kept_at == [True] * renewals + [False, True]
+    assert (trainer.state.renewed, trainer.state.replaced, trainer.state.spent_balanced) == (renewals + 1, 1, 1)
+    assert trainer.state.balanced == 2 and trainer.restart_sound_renewals.tolist() == [1]
 
 
 def test_a_restart_stalled_with_sound_clauses_is_weighed_balanced_until_drawn_anew():

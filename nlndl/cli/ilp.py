@@ -152,7 +152,7 @@ def train_command(
         typer.Option(
             help="A positive example's weight in the loss, against a negative's, with P positives and N "
             "negatives: sqrt(N/P), N/P (balanced: each class half the loss) or 1 (none). A restart that stalls "
-            "with clauses deriving no negative example weighs balanced from then on."
+            "with clauses deriving no negative example weighs balanced until it is drawn anew."
         ),
     ] = CLASS_WEIGHTS[0],
     resume: Annotated[
