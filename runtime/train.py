@@ -50,7 +50,7 @@ class TrainState:
     resets: int = 0  # restarts re-initialised after NaN/inf
     replaced: int = 0  # restarts re-initialised after a plateau
     renewed: int = 0  # stalled restarts with some terms re-drawn and the others kept
-    balanced: int = 0  # stalled restarts whose clauses derived no negative, weighed balanced from then on
+    balanced: int = 0  # stalled restarts whose clauses derived no negative, weighed balanced until drawn anew
     spent_balanced: int = 0  # balanced restarts drawn anew after their last sound renewal (balanced_renewals)
 
 
