@@ -80,6 +80,7 @@ class LearnResult:
     replaced: int = 0  # restarts re-drawn after a plateau
     renewed: int = 0  # restarts with some terms re-drawn after a plateau, the others kept
     balanced: int = 0  # restarts weighed balanced after a plateau with sound clauses (TrainConfig.balance_sound)
+    spent_balanced: int = 0  # balanced restarts drawn anew after their last sound renewal (balanced_renewals)
     accepted: bool = False  # solved, or (with noise) clingo finds it wrong on at most the allowed examples
     noise: float | None = None
     clauses: list[Rule] = field(default_factory=list)  # with LearnConfig.clauses: every clause read out, in order
@@ -104,6 +105,7 @@ class LearnResult:
             "replaced_restarts": self.replaced,
             "renewed_restarts": self.renewed,
             "balanced_restarts": self.balanced,
+            "balanced_restarts_drawn_anew": self.spent_balanced,
             "accepted": self.accepted,
             "noise": self.noise,
             "validation": self.validation.to_json() if self.validation is not None else None,
@@ -526,6 +528,7 @@ def learn(
             replaced=trainer.state.replaced,
             renewed=trainer.state.renewed,
             balanced=trainer.state.balanced,
+            spent_balanced=trainer.state.spent_balanced,
             accepted=solved or learner.accepted is not None,
             noise=config.noise,
             clauses=list(learner.clauses),

@@ -39,7 +39,7 @@ class TrainConfig:
     # a restart stalled with such clauses weighs its classes balanced until drawn anew (nlndl.learn: not under a
     # noise allowance)
     balance_sound: bool = True
-    balanced_renewals: int = 2  # ... and is renewed while sound at most this often, then drawn anew
+    balanced_renewals: int = 2  # ... renewed while sound at most this often since its last new best, then drawn anew
 
 
 @dataclass
@@ -176,13 +176,15 @@ class Trainer:
         drawn anew: the positives it misses weigh more against the negatives that a partial clause for them
         also derives (the default sqrt(N / P) keeps a sound program that misses a recursion's deeper cases:
         Cons/Member). A balanced restart is renewed while sound at most ``balanced_renewals`` times (the stall
-        that balances it counts), then drawn anew: sound partial programs that stall again and again would
-        otherwise take every slot (List/Length seed 5: 13 of 16 restarts stuck missing 5 of 8 positives)."""
+        that balances it counts) since it last misclassified fewer examples than ever before, then drawn anew:
+        sound partial programs that stall again and again would otherwise take every slot (List/Length seed 5:
+        13 of 16 restarts stuck missing 5 of 8 positives), while one that still gains keeps its clauses."""
         losses = torch.nan_to_num(losses.cpu(), nan=float("inf"))
         # progress: fewer misclassified examples, or a loss at least 5% below the best so far (a loss that
         # only creeps down while the same examples stay wrong is a plateau)
         improved = (self.wrong < self.restart_wrong) | (losses < self.restart_best * 0.95)
         self.restart_best = torch.where(improved, torch.minimum(self.restart_best, losses), self.restart_best)
+        self.restart_sound_renewals[self.wrong < self.restart_wrong] = 0  # a new best: its renewals count afresh
         self.restart_wrong = torch.minimum(self.restart_wrong, self.wrong)
         self.restart_since[improved] = self.state.iteration
         stalled = (self.state.iteration - self.restart_since > self.config.patience) & ~fitted

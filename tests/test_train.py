@@ -204,9 +204,10 @@ def test_the_learner_counts_crisp_mistakes_once_per_state_of_the_weights():
         assert torch.equal(ours, fresh.cpu())
 
 
-def sound_stalls(sound: bool, stalls: int, **settings) -> tuple[Trainer, list[bool]]:
+def sound_stalls(sound: bool, stalls: int, gain_at: int | None = None, **settings) -> tuple[Trainer, list[bool]]:
     """A one-restart trainer stalled ``stalls`` times, 10 iterations apart, its clauses ``sound`` or not, with
-    term 0 in use and the others not; and per stall, whether the stall kept term 0 (renewed, not drawn anew)."""
+    term 0 in use and the others not; and per stall, whether the stall kept term 0 (renewed, not drawn anew).
+    At step ``gain_at`` the restart misclassifies fewer examples than ever instead of stalling."""
     program = api.compile(ILP / "less_than" / "sketch.dl")
     model = ForwardChainer(program, ChainConfig(restarts=1))
     trainer = Trainer(model, TrainConfig(seed=0, patience=5, **settings))
@@ -219,6 +220,8 @@ def sound_stalls(sound: bool, stalls: int, **settings) -> tuple[Trainer, list[bo
         kept = function.inner[0, 0].detach().clone()
         trainer.state.iteration = 10 * (stall + 1)
         trainer.wrong = trainer.restart_wrong = trainer.restart_best = torch.ones(1)  # no progress
+        if stall == gain_at:
+            trainer.wrong = torch.zeros(1)
         trainer.replace_stalled(torch.ones(1), fitted=torch.tensor([False]))
         kept_at.append(bool(torch.equal(function.inner[0, 0], kept)) and bool(trainer.restart_renewed[0]))
     return trainer, kept_at
@@ -242,6 +245,14 @@ def test_a_balanced_restart_is_renewed_while_sound_only_so_often(renewals):
     assert kept_at == [True] * renewals + [False, True]
     assert (trainer.state.renewed, trainer.state.replaced, trainer.state.spent_balanced) == (renewals + 1, 1, 1)
     assert trainer.state.balanced == 2 and trainer.restart_sound_renewals.tolist() == [1]
+
+
+def test_a_balanced_restart_that_gains_counts_its_sound_renewals_afresh():
+    # renewed at stalls 0 and 1, then fewer examples wrong than ever at step 2 (no stall there): stalls 3 and 4
+    # renew it again and stall 5 draws it anew; without the gain, stall 3 would draw it anew
+    trainer, kept_at = sound_stalls(True, 6, gain_at=2, balanced_renewals=2)
+    assert kept_at == [True] * 5 + [False]
+    assert (trainer.state.renewed, trainer.state.replaced, trainer.state.spent_balanced) == (4, 1, 1)
 
 
 def test_a_restart_stalled_with_sound_clauses_is_weighed_balanced_until_drawn_anew():
