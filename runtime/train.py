@@ -182,9 +182,10 @@ class Trainer:
         losses = torch.nan_to_num(losses.cpu(), nan=float("inf"))
         # progress: fewer misclassified examples, or a loss at least 5% below the best so far (a loss that
         # only creeps down while the same examples stay wrong is a plateau)
-        improved = (self.wrong < self.restart_wrong) | (losses < self.restart_best * 0.95)
+        gained = self.wrong < self.restart_wrong
+        improved = gained | (losses < self.restart_best * 0.95)
         self.restart_best = torch.where(improved, torch.minimum(self.restart_best, losses), self.restart_best)
-        self.restart_sound_renewals[self.wrong < self.restart_wrong] = 0  # a new best: its renewals count afresh
+        self.restart_sound_renewals[gained] = 0  # a new best: its renewals count afresh
         self.restart_wrong = torch.minimum(self.restart_wrong, self.wrong)
         self.restart_since[improved] = self.state.iteration
         stalled = (self.state.iteration - self.restart_since > self.config.patience) & ~fitted
