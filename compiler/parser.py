@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import copy
 from functools import cache
-from importlib.resources import files
 from pathlib import Path
 
 from lark import Lark, Token, Tree, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from nlndl.compiler import ast
+from nlndl.compiler import ast, grammar_tables
 from nlndl.compiler.diagnostics import BOM, CompileError, Diagnostics, Span, clip, size_text
 from nlndl.compiler.symbols import MAX_NUMBER, MIN_NUMBER, number_value
 
@@ -39,8 +38,7 @@ TOKEN_NAMES = {
 
 @cache
 def grammar() -> Lark:
-    text = files("nlndl.compiler").joinpath("grammar.lark").read_text()
-    return Lark(text, parser="lalr", propagate_positions=True, maybe_placeholders=True)
+    return grammar_tables.parser()
 
 
 def _token_name(terminal: str) -> str:
