@@ -221,6 +221,14 @@ class _Checker:
         return True
 
     def check_learns(self) -> None:
+        # a learned predicate with negation is meant to negate the others: a learned predicate without it, whose
+        # body is the default, leaves it out, so that reading it does not make the two one recursive component
+        # (whose members may not negate each other)
+        negating = {
+            learn.predicate
+            for learn in self.sketch.learns
+            if any(o.key == "negation" and o.value in (True, "true") for o in learn.options)
+        }
         for learn in self.sketch.learns:
             if learn.predicate in self.out.learned:
                 self.error(learn.span, f"{learn.predicate} has two .learn directives")
@@ -238,7 +246,10 @@ class _Checker:
             n_vars = self.int_option(opts.get("vars"), arity + 1, minimum=max(arity, 1), maximum=MAX_VARS)
             terms = self.int_option(opts.get("terms"), 4, minimum=1, maximum=MAX_TERMS)
             form = self.word_option(opts.get("form"), "dnf", FORMS)
-            body = self.names_option(opts.get("body"), tuple(self.out.relations))
+            default = tuple(self.out.relations)
+            if learn.predicate not in negating:
+                default = tuple(r for r in default if r == learn.predicate or r not in negating)
+            body = self.names_option(opts.get("body"), default)
             excluded = set(self.names_option(opts.get("exclude"), ()))
             body = tuple(b for b in body if b not in excluded)
             head_types = tuple(a.type for a in self.out.relations[learn.predicate].attributes)

@@ -51,3 +51,52 @@ def test_learned_negation_leaves_out_the_predicates_that_depend_on_it(tmp_path):
     negative = {(src, dst) for src, dst, negated in program.dependencies if negated}
     assert negative == {("e", "p"), ("m", "p")}
     assert {"p", "q"} <= set(program.recursive)
+
+
+REACH = (
+    ".decl edge(x: symbol, y: symbol)\n.decl node(x: symbol)\n.decl reach(x: symbol, y: symbol)\n"
+    '.decl unreach(x: symbol, y: symbol)\nedge("a","b"). edge("b","c"). edge("d","e").\n'
+    'node("a"). node("b"). node("c"). node("d"). node("e").\n{learns}\n.closed reach\n.closed unreach\n'
+    '.pos reach("a","b"). .pos reach("b","c"). .pos reach("a","c"). .pos reach("d","e").\n'
+    + "".join(
+        f'.pos unreach("{x}","{y}"). '
+        for x in "abcde"
+        for y in "abcde"
+        if (x, y) not in {("a", "b"), ("b", "c"), ("a", "c"), ("d", "e")}
+    )
+    + "\n"
+)
+
+
+def test_a_default_body_leaves_out_the_learned_predicates_that_negate(tmp_path):
+    """reach's default body (every relation) would read unreach, making the two one recursive component that
+    unreach may not negate; without negation of its own, reach leaves the negating unreach out, so unreach may
+    negate reach. A body= says otherwise, and a predicate with negation reads every relation."""
+    path = tmp_path / "s.dl"
+    path.write_text(REACH.format(learns=".learn reach(vars=3)\n.learn unreach(vars=2, negation)"))
+    program = compile_sketch(path)
+    assert _read(program, "reach") == {"edge", "node", "reach"}
+    assert _read(program, "unreach") == {"edge", "node", "reach", "unreach"}
+    assert program.learned["unreach"].negated == ("edge", "node", "reach")
+    path.write_text(REACH.format(learns=".learn reach(vars=3, body=[edge, reach, unreach])\n.learn unreach(negation)"))
+    program = compile_sketch(path)
+    assert "unreach" in _read(program, "reach") and program.learned["unreach"].negated == ("edge", "node")
+    path.write_text(REACH.format(learns=".learn reach(vars=3, negation)\n.learn unreach(vars=2, negation)"))
+    program = compile_sketch(path)  # both negate: each reads the other, and neither negates the other
+    assert program.learned["reach"].negated == ("edge", "node")
+    assert program.learned["unreach"].negated == ("edge", "node")
+
+
+def _read(program, predicate: str) -> set[str]:  # noqa: ANN001
+    """The predicates of ``predicate``'s candidate atoms."""
+    return {i.predicate for i in program.learned[predicate].inputs}
+
+
+def test_the_complement_of_a_learned_closure_is_learned_with_default_bodies(tmp_path):
+    from nlndl import api
+
+    path = tmp_path / "s.dl"
+    path.write_text(REACH.format(learns=".learn reach(vars=3)\n.learn unreach(vars=2, negation)"))
+    result = api.train(path, seed=0, max_iters=600)
+    assert result.solved, result.rule_texts()
+    assert "unreach(A, B) :- node(A), node(B), !reach(A, B)." in result.rule_texts()
