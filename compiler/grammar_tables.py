@@ -49,7 +49,10 @@ def load(text: str) -> Lark | None:
         return None
     if stored.get("grammar_sha256") != digest(text) or stored.get("lark") != lark.__version__:
         return None
-    return Lark.load(stored["tables"])
+    try:
+        return Lark.load(stored["tables"])
+    except (KeyError, TypeError, ValueError, AttributeError):  # a damaged file: build the parser instead
+        return None
 
 
 def parser() -> Lark:

@@ -81,6 +81,17 @@ def test_tables_of_another_grammar_or_lark_version_are_not_used(monkeypatch: pyt
     assert result is not None
 
 
+def test_damaged_tables_are_not_used(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    text = grammar_tables.grammar_text()
+    stored = json.loads((ROOT / "compiler" / grammar_tables.TABLES).read_text())
+    del stored["tables"]["data"]["parser"]
+    damaged = tmp_path / "compiler"
+    damaged.mkdir()
+    (damaged / grammar_tables.TABLES).write_text(json.dumps(stored))
+    monkeypatch.setattr(grammar_tables, "files", lambda package: damaged)
+    assert grammar_tables.load(text) is None
+
+
 def test_written_tables_appear_whole(tmp_path: Path):
     target = tmp_path / "tables.json"
     assert grammar_tables.write(target) == target
