@@ -180,6 +180,7 @@ class WholeWorld:
     sampled: int  # constants in the subgraph trained on
     closed: dict[str, int]
     arrays: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    given: tuple[int, int] = (0, 0)  # given examples of the learned predicates: in the subgraph, in the world
 
 
 @dataclass
@@ -241,7 +242,16 @@ class CompiledProgram:
             "pruned": pruned,
             "index_entries": entries,
             "bytes": sum(int(a.nbytes) for w in self.worlds for a in w.arrays.values()),
-            "subgraph": [{"world": w.name, "entities": w.sampled, "of": w.entities} for w in self.whole],
+            "subgraph": [
+                {
+                    "world": w.name,
+                    "entities": w.sampled,
+                    "of": w.entities,
+                    "examples": w.given[0],
+                    "examples_of": w.given[1],
+                }
+                for w in self.whole
+            ],
         }
 
     def save(self, out: Path) -> None:
@@ -273,7 +283,14 @@ class CompiledProgram:
                 for w in self.worlds
             ],
             "whole": [
-                {"name": w.name, "entities": w.entities, "sampled": w.sampled, "closed": w.closed} for w in self.whole
+                {
+                    "name": w.name,
+                    "entities": w.entities,
+                    "sampled": w.sampled,
+                    "closed": w.closed,
+                    "given": list(w.given),
+                }
+                for w in self.whole
             ],
         }
         arrays = {f"{i}/{k}": np.ascontiguousarray(v) for i, w in enumerate(self.worlds) for k, v in w.arrays.items()}
@@ -321,7 +338,8 @@ class CompiledProgram:
         for i, w in enumerate(meta["whole"]):
             prefix = f"whole/{i}/"
             own = {k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)}
-            whole.append(WholeWorld(w["name"], w["entities"], w["sampled"], dict(w["closed"]), own))
+            given = tuple(w.get("given", (0, 0)))
+            whole.append(WholeWorld(w["name"], w["entities"], w["sampled"], dict(w["closed"]), own, given))
         return cls(
             meta["version"],
             meta["sketch_hash"],

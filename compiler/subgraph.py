@@ -284,4 +284,5 @@ def whole_world(checked: Checked, world: GroundWorld, sampled: GroundWorld) -> W
         name: math.prod(len(world.domains[a.type]) for a in checked.relations[name].attributes)
         for name, _ in checked.sketch.closed
     }
-    return WholeWorld(world.name, int(constants(world).size), int(constants(sampled).size), closed, arrays)
+    given = (sum(e[0] in learned for e in sampled.examples), sum(e[0] in learned for e in world.examples))
+    return WholeWorld(world.name, int(constants(world).size), int(constants(sampled).size), closed, arrays, given)

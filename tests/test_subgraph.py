@@ -51,6 +51,21 @@ def test_the_subgraph_is_the_whole_world_restricted_to_its_constants(tree):
     assert len(pos) + len(neg) == 400 and not all_neg, "the subgraph's closed world is listed, the whole one not"
 
 
+def test_the_subgraph_says_how_many_given_examples_it_holds(tree, tmp_path):
+    """The given examples (here the positives; the closed world adds the rest) in the subgraph and in the
+    world, kept by save and load, and said where training on a subgraph is said."""
+    from nlndl.cli.common import subgraph_line
+
+    program = compile_sketch(tree, subgraph=20, seed=1)
+    (_, pos, _, _, _), (_, all_pos, _, _, _) = checked_worlds(program)[0], checked_worlds(program, whole=True)[0]
+    assert program.whole[0].given == (len(pos), len(all_pos)) and 0 < len(pos) < len(all_pos)
+    program.save(tmp_path / "compiled")
+    assert CompiledProgram.load(tmp_path / "compiled").whole[0].given == program.whole[0].given
+    (part,) = program.summary()["subgraph"]
+    line = f"trained on a subgraph: 20 of 60 constants, {len(pos)} of {len(all_pos)} given examples (verified on all)"
+    assert subgraph_line(part) == line
+
+
 def test_the_subgraph_is_drawn_with_the_seed(tree):
     def constants(seed: int) -> set[int]:
         facts = checked_worlds(compile_sketch(tree, subgraph=20, seed=seed))[0][0]

@@ -224,7 +224,8 @@ def record(report: dict) -> dict:
 
 def subgraph_line(part: dict) -> str:
     world = f" of world {part['world']}" if part["world"] != "main" else ""
-    return f"trained on a subgraph{world}: {part['entities']:,} of {part['of']:,} constants (verified on all)"
+    held = f", {part['examples']:,} of {part['examples_of']:,} given examples" if part.get("examples_of") else ""
+    return f"trained on a subgraph{world}: {part['entities']:,} of {part['of']:,} constants{held} (verified on all)"
 
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")]
