@@ -138,6 +138,12 @@ class Checked:
         return sup in self.supertypes(sub)
 
 
+def flag_set(option: ast.Option | None) -> bool:
+    """Whether a flag option is on (``negation``, ``negation=true``); :meth:`_Checker.flag_option` reports any
+    value other than true or false."""
+    return option is not None and option.value in (True, "true")
+
+
 class _Checker:
     def __init__(self, sketch: ast.Sketch, diags: Diagnostics) -> None:
         self.sketch, self.diags = sketch, diags
@@ -227,7 +233,7 @@ class _Checker:
         negating = {
             learn.predicate
             for learn in self.sketch.learns
-            if any(o.key == "negation" and o.value in (True, "true") for o in learn.options)
+            if flag_set({o.key: o for o in learn.options}.get("negation"))
         }
         for learn in self.sketch.learns:
             if learn.predicate in self.out.learned:
@@ -360,7 +366,7 @@ class _Checker:
         if option is None:
             return False
         if option.value is True or option.value in ("true", "false"):
-            return option.value in (True, "true")
+            return flag_set(option)
         self.error(option.span, f"'{option.key}' is a flag: write '{option.key}' or '{option.key}=false'")
         return False
 
