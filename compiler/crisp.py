@@ -248,17 +248,23 @@ def reads_no_head(rules: Iterable[Rule]) -> bool:
     return not any(a.predicate in heads for r in rules for a in r.body)
 
 
-def derived_at(facts: Database, rules: Iterable[Rule], atoms: Iterable[tuple[str, tuple[int, ...]]]) -> set:
+def derived_at(
+    facts: Database,
+    rules: Iterable[Rule],
+    atoms: Iterable[tuple[str, tuple[int, ...]]],
+    paths: PathJoin | None = None,
+) -> set:
     """Those of ``atoms`` that ``rules`` derive from ``facts``, for rules whose bodies read no rule head
     (:func:`reads_no_head`): each rule solved with an atom of the asked ones in front of its body, which is the
     least model at those atoms without computing the rest of it (on a knowledge graph a rule over a hub
     derives millions of atoms that no example asks about). A path rule is decided for all its asked atoms at
-    once by sorted joins (:mod:`nlndl.compiler.path_join`)."""
+    once by sorted joins (:mod:`nlndl.compiler.path_join`); ``paths``, the facts' arrays for those joins where the
+    caller keeps them between calls on the same facts."""
     asked: dict[str, set[tuple[int, ...]]] = defaultdict(set)
     for predicate, args in atoms:
         asked[predicate].add(args)
     out = {(p, args) for p, wanted in asked.items() for args in wanted & facts.get(p, set())}
-    paths, arrays = PathJoin(facts), {}
+    paths, arrays = paths if paths is not None else PathJoin(facts), {}
     for rule in rules:
         wanted = asked.get(rule.head)
         if not wanted:

@@ -34,10 +34,10 @@ from nlndl.runtime.train import Converged, TrainConfig, Trainer, TrainState
 from nlndl.verify import (
     CheckedWorld,
     GroundAtom,
+    RuleDerivations,
     Score,
     checked_worlds,
     clingo_score,
-    crisp_score,
     merged_worlds,
     shard_examples,
     validation_score,
@@ -161,6 +161,7 @@ class Learner:
     ) -> None:
         self.program, self.config = program, config
         self.worlds = checked_worlds(program) if worlds is None else worlds
+        self.derivations = RuleDerivations(program, self.worlds)  # crisp scores on these worlds
         self.best: tuple[float, list[Rule], Score | None] | None = None  # score None: not yet evaluated
         self.tried: set[tuple[str, ...]] = set()  # rule sets already scored
         self.counted: tuple[tuple[int, ...], tuple[torch.Tensor, torch.Tensor]] | None = None  # see mistakes
@@ -255,7 +256,7 @@ class Learner:
                 continue
             self.tried.add(key)
             scored += 1
-            score = crisp_score(self.program, rules, worlds=self.worlds)
+            score = self.derivations.score(rules)
             if self.best is None or score.accuracy > self.best[0]:
                 self.best, self.best_restart = (score.accuracy, rules, score), restart
             if score.mistakes > self.allowance.worth_scoring:
@@ -265,7 +266,7 @@ class Learner:
             if allowed:
                 simple = simplify(rules, lambda trial, base=score, rules=rules: self.no_worse(trial, base, rules))
             else:
-                simple = simplify(rules, lambda trial: crisp_score(self.program, trial, worlds=self.worlds).solved)
+                simple = simplify(rules, lambda trial: self.derivations.score(trial).solved)
             verified = clingo_score(self.program, simple, worlds=self.worlds)
             allowance = self.allowance
             if verified.mistakes <= allowed and self.program.whole:  # trained on subgraphs: the whole worlds judge
@@ -316,7 +317,7 @@ class Learner:
     def no_worse(self, trial: list[Rule], base: Score, rules: list[Rule]) -> bool:
         """Whether simplifying ``rules`` (scored ``base``) to ``trial`` keeps, with noise, each class's mistakes
         within the allowance (or no worse than before where they were not) and the description no longer."""
-        score = crisp_score(self.program, trial, worlds=self.worlds)
+        score = self.derivations.score(trial)
         return (
             score.false_negatives <= max(self.allowance.missed, base.false_negatives)
             and score.false_positives <= max(self.allowance.derived, base.false_positives)
@@ -371,7 +372,7 @@ class Learner:
         rules, score = (self.rules(model, 0), None) if self.best is None else self.best[1:]
         if self.program.whole:
             return rules, self.whole_score(rules)
-        return rules, score if score is not None else crisp_score(self.program, rules, worlds=self.worlds)
+        return rules, score if score is not None else self.derivations.score(rules)
 
     def whole_score(self, rules: list[Rule]) -> Score:
         """``rules``' clingo score on the whole worlds of a program trained on subgraphs (each rule set once)."""

@@ -13,6 +13,7 @@ import numpy as np
 
 from nlndl.compiler.crisp import BodyAtom, Database, Rule, derived_at, evaluate, reads_no_head
 from nlndl.compiler.ir import CompiledProgram, WholeWorld, WorldIR
+from nlndl.compiler.path_join import PathJoin
 from nlndl.compiler.symbols import SymbolTable
 from nlndl.datalog import Names, clingo_program
 from nlndl.engines import clingo_model
@@ -221,6 +222,41 @@ def crisp_score(
             derived = {(name, args) for name in learned for args in model.get(name, ())}
         score.add(derived, pos, neg, symbols, closed, unknown)
     return score
+
+
+class RuleDerivations:
+    """:func:`crisp_score` on fixed worlds that keeps what each rule derives at their examples: where the rules
+    read no rule head, a rule set derives the union of what its rules derive alone (:func:`derived_at`), and a
+    training run scores many rule sets that share most of their rules (each step of :func:`simplify` changes
+    one). Up to ``MAX_KEPT`` rules are kept; then the store starts anew."""
+
+    MAX_KEPT = 4096
+
+    def __init__(self, program: CompiledProgram, worlds: list[CheckedWorld]) -> None:
+        self.program, self.worlds = program, worlds
+        self.asked = [pos | neg for _, pos, neg, _, _ in worlds]
+        self.joins = [PathJoin(facts) for facts, *_ in worlds]
+        self.bases = [derived_at(w[0], [], asked) for w, asked in zip(worlds, self.asked, strict=True)]
+        self.derived: dict[Rule, list[set[GroundAtom]]] = {}
+
+    def score(self, rules: list[Rule]) -> Score:
+        """The same score as ``crisp_score(program, rules, worlds=worlds)``."""
+        if not all(reads_no_head(rules) and not any(r.head in w[3] for r in rules) for w in self.worlds):
+            return crisp_score(self.program, rules, worlds=self.worlds)
+        if len(self.derived) + len(rules) > self.MAX_KEPT:
+            self.derived.clear()
+        for rule in rules:
+            if rule not in self.derived:
+                self.derived[rule] = [
+                    derived_at(w[0], [rule], asked, join)
+                    for w, asked, join in zip(self.worlds, self.asked, self.joins, strict=True)
+                ]
+        score = Score()
+        symbols = self.program.symbol_table
+        for i, (_, pos, neg, closed, unknown) in enumerate(self.worlds):
+            derived = self.bases[i].union(*(self.derived[rule][i] for rule in rules))
+            score.add(derived, pos, neg, symbols, closed, unknown)
+        return score
 
 
 def asked_only(rules: list[Rule], closed: dict[str, int]) -> bool:
