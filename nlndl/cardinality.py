@@ -19,6 +19,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 
+from nlndl.pairs import canonical, entries, member, nonzero_keys
+
 CLASSES = 3  # a candidate's other known triples of the relation in its role: none, one, two or more
 # pairs at the rule's one confidence added to each class's counts: on valid.txt (with classes raising rules as
 # well), 20 ranked higher than 1 and 5 on the FB15k-237 sample, Kinship and Family, and the same on WN18RR
@@ -53,17 +55,22 @@ def tally(pairs: sparse.csr_matrix, known: sparse.csr_matrix, degree: tuple[np.n
     direction 0 the tails it derives (queries ``r(h, ?)``), 1 the heads (``r(?, t)``). ``pairs``: the rule's
     derived (head, tail) pairs; ``known``: the relation's known pairs; ``degree``: :func:`degrees` of
     ``known``. A known pair classes its candidate without itself."""
-    pairs = sparse.csr_matrix(pairs)
-    correct = pairs.multiply(known).tocsr()
+    pairs = canonical(pairs)
+    rows, columns = entries(pairs)
+    hits = member(rows * pairs.shape[1] + columns, nonzero_keys(known)) & (pairs.data != 0)
+    return tally_of(rows, columns, hits, degree)
+
+
+def tally_of(
+    rows: np.ndarray, columns: np.ndarray, hits: np.ndarray, degree: tuple[np.ndarray, np.ndarray]
+) -> np.ndarray:
+    """:func:`tally` of the pairs at ``rows``, ``columns``, ``hits`` marking those known (and nonzero)."""
     out = np.zeros((2, 2, CLASSES))
-    rows = np.repeat(np.arange(pairs.shape[0]), np.diff(pairs.indptr))
-    hit_rows = np.repeat(np.arange(correct.shape[0]), np.diff(correct.indptr))
-    for side, (every, hits, count) in enumerate(
-        ((pairs.indices, correct.indices, degree[0]), (rows, hit_rows, degree[1]))
-    ):
+    for side, (every, count) in enumerate(((columns, degree[0]), (rows, degree[1]))):
+        of_hits = count[every[hits]]
         as_is = np.bincount(class_of(count[every]), minlength=CLASSES)
-        hit_as_is = np.bincount(class_of(count[hits]), minlength=CLASSES)
-        hit_left_out = np.bincount(class_of(count[hits] - 1), minlength=CLASSES)
+        hit_as_is = np.bincount(class_of(of_hits), minlength=CLASSES)
+        hit_left_out = np.bincount(class_of(of_hits - 1), minlength=CLASSES)
         out[side, 0] = hit_left_out
         out[side, 1] = as_is - hit_as_is + hit_left_out  # a known pair counted in its candidate's class without itself
     return out
@@ -78,7 +85,22 @@ def confidences(
     """A rule's confidences by direction and class, (2, ``CLASSES``) (:func:`tally`): each class's correct over
     predicted, with ``SHRINK`` pairs at the rule's one confidence (``overall``, else its correct over
     predicted) added, and no higher than that one confidence: a class lowers a rule, never raises it."""
-    counts = tally(pairs, known, degree)
+    return shrunk(tally(pairs, known, degree), overall)
+
+
+def confidences_of(
+    rows: np.ndarray,
+    columns: np.ndarray,
+    hits: np.ndarray,
+    degree: tuple[np.ndarray, np.ndarray],
+    overall: float | None = None,
+) -> np.ndarray:
+    """:func:`confidences` of the pairs at ``rows``, ``columns``, ``hits`` marking those known."""
+    return shrunk(tally_of(rows, columns, hits, degree), overall)
+
+
+def shrunk(counts: np.ndarray, overall: float | None) -> np.ndarray:
+    """The confidences by direction and class from a :func:`tally`, as :func:`confidences` gives them."""
     if overall is None:
         predicted = counts[0, 1].sum()
         overall = counts[0, 0].sum() / predicted if predicted else 0.0

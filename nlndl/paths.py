@@ -24,6 +24,7 @@ from scipy import sparse
 
 from nlndl.compiler.join import matched_ranges, ranges, run_starts, sorted_counts, sorted_join, sorted_unique
 from nlndl.defaults import KG_PATH_LENGTH as LENGTH
+from nlndl.pairs import member, nonzero_keys
 
 SAMPLE = 2000  # known pairs per relation from which paths of three atoms are found
 MAX_DERIVED = 4_000_000  # pairs past which a body is not kept
@@ -82,14 +83,19 @@ def boolean(matrix: sparse.spmatrix) -> sparse.csr_matrix:
 def split_diagonal(pairs: sparse.csr_matrix) -> tuple[sparse.csr_matrix, sparse.csr_matrix]:
     """``pairs`` as (those with X not Y, those with X = Y): a path rule's head variables are different
     entities (AnyBURL's object identity), and what a body says of X = Y is a reflexive rule of its own."""
-    diagonal = pairs.diagonal()
-    if not diagonal.any():
-        return pairs, sparse.csr_matrix(pairs.shape, dtype=pairs.dtype)
     rows = np.repeat(np.arange(pairs.shape[0]), np.diff(pairs.indptr))
-    other = pairs.copy()
-    other.data[other.indices == rows] = 0
-    other.eliminate_zeros()
-    return other, sparse.diags(diagonal, format="csr")
+    nonzero = pairs.data != 0
+    on = (pairs.indices == rows) & nonzero
+    if not on.any():
+        return pairs, sparse.csr_matrix(pairs.shape, dtype=pairs.dtype)
+    return _part(pairs, rows, nonzero & ~on), _part(pairs, rows, on)
+
+
+def _part(pairs: sparse.csr_matrix, rows: np.ndarray, keep: np.ndarray) -> sparse.csr_matrix:
+    """The entries of ``pairs`` where ``keep`` (``rows`` their rows), in their order."""
+    indptr = np.zeros(pairs.shape[0] + 1, dtype=pairs.indptr.dtype)
+    np.cumsum(np.bincount(rows[keep], minlength=pairs.shape[0]), out=indptr[1:])
+    return sparse.csr_matrix((pairs.data[keep], pairs.indices[keep], indptr), shape=pairs.shape)
 
 
 def steps(a: sparse.csr_matrix, b: sparse.csr_matrix) -> int:
@@ -276,6 +282,7 @@ def each(
         raise ValueError(f"path length must be 1 to 3, not {length}")
     known = matrices[target]
     n = known.shape[0]
+    known_keys = nonzero_keys(known)
     atoms = atom_matrices(matrices)
     mats = [m for _, m in atoms]
 
@@ -286,7 +293,8 @@ def each(
         for reflexive, part in enumerate(split_diagonal(body)):
             if reflexive and path == (own_backwards,):
                 continue  # r(X, X) :- r(X, X)
-            correct = int(part.multiply(known).nnz)
+            rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(part.indptr))
+            correct = int((member(rows * n + part.indices, known_keys) & (part.data != 0)).sum())
             if correct >= min_correct:
                 out.append(PathRule(tuple(atoms[i][0] for i in path), part, int(part.nnz), correct, bool(reflexive)))
         return out

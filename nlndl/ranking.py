@@ -19,6 +19,7 @@ from scipy import sparse
 
 from nlndl import cardinality
 from nlndl.compiler.join import run_starts, sorted_unique
+from nlndl.pairs import canonical, entries, member, nonzero_keys
 
 Pairs = sparse.csr_matrix  # (entities, entities) 0/1: which (head, tail) pairs a rule body derives
 
@@ -312,28 +313,29 @@ class Aggregate:
         out.select, out.reduced, out.by_column = self.select, self._reduce(), self.by_column
         return out
 
-    def kept(self, pairs: Pairs) -> Pairs:
-        """The part of ``pairs`` in the kept rows and columns (all of it without a selection)."""
-        if self.select is None:
-            return pairs
-        rows, columns = self.select
-        pairs = sparse.csr_matrix(pairs)
-        row = np.repeat(np.arange(pairs.shape[0]), np.diff(pairs.indptr))
-        return _entries(pairs, row, rows[row] | columns[pairs.indices])
-
     def add(self, pairs: Pairs, confidence: float, kept: bool = False) -> None:
         """Take in a rule deriving the nonzero pairs of ``pairs`` (those in the kept rows and columns; ``kept``:
         ``pairs`` holds no others)."""
         if confidence <= 0:
             return
-        part = sparse.csr_matrix(pairs if kept else self.kept(pairs))
-        if not part.nnz:
+        rows, columns = entries(canonical(pairs))
+        if not kept:
+            keep = self.keeps(rows, columns)
+            if keep is not None:
+                rows, columns = rows[keep], columns[keep]
+        self.add_keys(rows * self.shape[1] + columns, confidence)
+
+    def keeps(self, rows: np.ndarray, columns: np.ndarray) -> np.ndarray | None:
+        """Which of the entries at ``rows``, ``columns`` lie in the kept rows and columns (None: all of them)."""
+        if self.select is None:
+            return None
+        chosen_rows, chosen_columns = self.select
+        return chosen_rows[rows] | chosen_columns[columns]
+
+    def add_keys(self, keys: np.ndarray, confidence: float) -> None:
+        """Take in a rule deriving the pairs of ``keys`` (row * width + column, distinct and ascending)."""
+        if confidence <= 0 or not keys.size:
             return
-        if not part.has_canonical_format:  # each row's columns once, ascending: the keys come out distinct, sorted
-            part = part.copy()
-            part.sum_duplicates()
-        keys = np.repeat(np.arange(part.shape[0], dtype=np.int64), np.diff(part.indptr)) * self.shape[1]
-        keys += part.indices
         self.pending.append((keys, float(confidence)))
         self.held += keys.size
         # past the buffer, or half the reduced pairs: a fold reads all of them, so a large state waits for more
@@ -420,6 +422,7 @@ class Classed:
     ) -> None:
         self.shape = shape
         self.known = known
+        self.known_keys = nonzero_keys(known)
         self.degree = cardinality.degrees(known)
         self.classes = cardinality.classes(known)
         none = np.zeros(0, np.int64)
@@ -432,20 +435,23 @@ class Classed:
         (:func:`nlndl.cardinality.confidences`)."""
         if confidence <= 0:
             return
-        pairs = sparse.csr_matrix(pairs)
-        if not pairs.has_canonical_format:  # sorted once here, so that every part split from it is sorted
-            pairs = pairs.copy()
-            pairs.sum_duplicates()
-        confidences = cardinality.confidences(pairs, self.known, self.degree, confidence)
+        pairs = canonical(pairs)  # sorted once here, so that every part split from it is sorted
+        rows, columns = entries(pairs)
+        keys = rows * self.shape[1] + columns
+        hits = member(keys, self.known_keys) & (pairs.data != 0)
+        confidences = cardinality.confidences_of(rows, columns, hits, self.degree, confidence)
         for side, into in enumerate((self.tails, self.heads)):
-            parts = by_class(into.kept(pairs), self.classes[side], side == 0)
-            for part, of_class in zip(parts, confidences[side], strict=True):
-                into.add(part, of_class, kept=True)
+            kind = self.classes[side][columns if side == 0 else rows]
+            keep = into.keeps(rows, columns)
+            for of_class, confidence_of_class in enumerate(confidences[side]):
+                chosen = kind == of_class if keep is None else keep & (kind == of_class)
+                into.add_keys(keys[chosen], confidence_of_class)
 
     def copy(self) -> Classed:
         """The same rules, which rules added later join apart from these."""
         out = Classed.__new__(Classed)
         out.shape, out.known, out.degree, out.classes = self.shape, self.known, self.degree, self.classes
+        out.known_keys = self.known_keys
         out.tails, out.heads = self.tails.copy(), self.heads.copy()
         return out
 

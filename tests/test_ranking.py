@@ -142,12 +142,15 @@ def test_an_aggregate_keeps_the_asked_rows_and_columns_and_a_copy_goes_its_own_w
     rows, columns = np.array([1, 4, 4]), np.array([0, 5])
     rules = [(sparse.csr_matrix(rng.random(shape) < 0.4), float(c)) for c in (0.9, 0.6, 0.3)]
     kept = Aggregate(shape, rows, columns)
-    for pairs, _ in rules:
-        dense = pairs.toarray()
-        mask = np.zeros(shape, dtype=bool)
-        mask[[1, 4], :] = True
-        mask[:, [0, 5]] = True
-        assert np.array_equal(kept.kept(pairs).toarray() != 0, dense & mask)
+    mask = np.zeros(shape, dtype=bool)
+    mask[[1, 4], :] = True
+    mask[:, [0, 5]] = True
+    for pairs, of_rule in rules:
+        r, c = (np.asarray(x, np.int64) for x in pairs.nonzero())
+        assert np.array_equal(kept.keeps(r, c), mask[r, c])
+        kept.add(pairs, of_rule)
+    held = kept.scores("top").toarray() != 0
+    assert np.array_equal(held, np.logical_or.reduce([p.toarray() for p, _ in rules]) & mask)
     first = Aggregate.of(rules[:2], shape)
     before = first.scores("top").toarray()
     copied = first.copy()
