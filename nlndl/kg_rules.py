@@ -45,6 +45,7 @@ from nlndl.defaults import (
 from nlndl.distributed import gather, process_rank, share
 from nlndl.errors import JobError
 from nlndl.learn import LearnConfig, LearnResult, fit, learn
+from nlndl.pairs import canonical, entries, member
 from nlndl.paths import boolean
 from nlndl.ranking import Aggregate, Classed, Ranker, by_class, combined, popularity
 from nlndl.runtime.budget import BudgetError
@@ -328,7 +329,11 @@ def raise_floor(best: np.ndarray, known: sparse.csr_matrix, rule: paths.PathRule
 def _hits(known: sparse.csr_matrix, pairs: sparse.csr_matrix) -> np.ndarray:
     """Per nonzero of ``known`` (in its CSR order), whether ``pairs`` holds that pair too."""
     rows, cols = known.nonzero()
-    return np.asarray(pairs[rows, cols]).ravel() > 0
+    pairs = canonical(pairs)
+    held_rows, held_cols = entries(pairs)
+    positive = pairs.data > 0
+    width = pairs.shape[1]
+    return member(rows.astype(np.int64) * width + cols, held_rows[positive] * width + held_cols[positive])
 
 
 @dataclass

@@ -75,6 +75,7 @@ def boolean(matrix: sparse.spmatrix) -> sparse.csr_matrix:
     """The nonzero pattern of ``matrix`` as a 0/1 matrix (path counts of any size collapse to 1). Products are
     taken in float32, whose counts stay positive however many paths join a pair (int8 would wrap at 128)."""
     out = sparse.csr_matrix(matrix, dtype=np.float32, copy=True)
+    out.sum_duplicates()  # each row's columns once, ascending: what every reader of a rule's pairs takes
     out.eliminate_zeros()
     out.data = np.ones(out.data.size, dtype=np.float32)
     return out
