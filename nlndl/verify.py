@@ -228,29 +228,32 @@ class RuleDerivations:
     """:func:`crisp_score` on fixed worlds that keeps what each rule derives at their examples: where the rules
     read no rule head, a rule set derives the union of what its rules derive alone (:func:`derived_at`), and a
     training run scores many rule sets that share most of their rules (each step of :func:`simplify` changes
-    one). Up to ``MAX_KEPT`` rules are kept; then the store starts anew."""
+    one). A kept atom is a reference to the example's own; past ``MAX_KEPT`` of them the store starts anew."""
 
-    MAX_KEPT = 4096
+    MAX_KEPT = 2_000_000  # derived atoms kept, over every rule and world (a large graph's relation has 10,000s)
 
     def __init__(self, program: CompiledProgram, worlds: list[CheckedWorld]) -> None:
         self.program, self.worlds = program, worlds
-        self.asked = [pos | neg for _, pos, neg, _, _ in worlds]
+        self.asked = [{atom: atom for atom in pos | neg} for _, pos, neg, _, _ in worlds]
         self.joins = [PathJoin(facts) for facts, *_ in worlds]
         self.bases = [derived_at(w[0], [], asked) for w, asked in zip(worlds, self.asked, strict=True)]
         self.derived: dict[Rule, list[set[GroundAtom]]] = {}
+        self.kept = 0  # atoms in ``derived``
 
     def score(self, rules: list[Rule]) -> Score:
         """The same score as ``crisp_score(program, rules, worlds=worlds)``."""
-        if not all(reads_no_head(rules) and not any(r.head in w[3] for r in rules) for w in self.worlds):
+        if not all(asked_only(rules, closed) for _, _, _, closed, _ in self.worlds):
             return crisp_score(self.program, rules, worlds=self.worlds)
-        if len(self.derived) + len(rules) > self.MAX_KEPT:
+        if self.kept > self.MAX_KEPT:
             self.derived.clear()
+            self.kept = 0
         for rule in rules:
             if rule not in self.derived:
                 self.derived[rule] = [
-                    derived_at(w[0], [rule], asked, join)
+                    {asked.get(atom, atom) for atom in derived_at(w[0], [rule], asked, join)}
                     for w, asked, join in zip(self.worlds, self.asked, self.joins, strict=True)
                 ]
+                self.kept += sum(len(found) for found in self.derived[rule])
         score = Score()
         symbols = self.program.symbol_table
         for i, (_, pos, neg, closed, unknown) in enumerate(self.worlds):
