@@ -39,3 +39,10 @@ def member(keys: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
         return np.zeros(keys.shape, dtype=bool)
     at = np.minimum(np.searchsorted(sorted_keys, keys), sorted_keys.size - 1)
     return sorted_keys[at] == keys
+
+
+def taken(pairs: sparse.csr_matrix, rows: np.ndarray, keep: np.ndarray) -> sparse.csr_matrix:
+    """The entries of ``pairs`` where ``keep`` (a mask over its entries, ``rows`` their rows), in their order:
+    a matrix of the same shape."""
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows[keep], minlength=pairs.shape[0]))])
+    return sparse.csr_matrix((pairs.data[keep], pairs.indices[keep], indptr), shape=pairs.shape)

@@ -24,7 +24,7 @@ from scipy import sparse
 
 from nlndl.compiler.join import matched_ranges, ranges, run_starts, sorted_counts, sorted_join, sorted_unique
 from nlndl.defaults import KG_PATH_LENGTH as LENGTH
-from nlndl.pairs import member, nonzero_keys
+from nlndl.pairs import member, nonzero_keys, taken
 
 SAMPLE = 2000  # known pairs per relation from which paths of three atoms are found
 MAX_DERIVED = 4_000_000  # pairs past which a body is not kept
@@ -89,14 +89,7 @@ def split_diagonal(pairs: sparse.csr_matrix) -> tuple[sparse.csr_matrix, sparse.
     on = (pairs.indices == rows) & nonzero
     if not on.any():
         return pairs, sparse.csr_matrix(pairs.shape, dtype=pairs.dtype)
-    return _part(pairs, rows, nonzero & ~on), _part(pairs, rows, on)
-
-
-def _part(pairs: sparse.csr_matrix, rows: np.ndarray, keep: np.ndarray) -> sparse.csr_matrix:
-    """The entries of ``pairs`` where ``keep`` (``rows`` their rows), in their order."""
-    indptr = np.zeros(pairs.shape[0] + 1, dtype=pairs.indptr.dtype)
-    np.cumsum(np.bincount(rows[keep], minlength=pairs.shape[0]), out=indptr[1:])
-    return sparse.csr_matrix((pairs.data[keep], pairs.indices[keep], indptr), shape=pairs.shape)
+    return taken(pairs, rows, nonzero & ~on), taken(pairs, rows, on)
 
 
 def steps(a: sparse.csr_matrix, b: sparse.csr_matrix) -> int:

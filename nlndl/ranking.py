@@ -19,7 +19,7 @@ from scipy import sparse
 
 from nlndl import cardinality
 from nlndl.compiler.join import run_starts, sorted_unique
-from nlndl.pairs import canonical, entries, member, nonzero_keys
+from nlndl.pairs import canonical, entries, member, nonzero_keys, taken
 
 Pairs = sparse.csr_matrix  # (entities, entities) 0/1: which (head, tail) pairs a rule body derives
 
@@ -397,14 +397,7 @@ def by_class(pairs: Pairs, kinds: np.ndarray, columns: bool) -> list[Pairs]:
     pairs = sparse.csr_matrix(pairs)
     rows = np.repeat(np.arange(pairs.shape[0]), np.diff(pairs.indptr))
     kind = kinds[pairs.indices if columns else rows]
-    return [_entries(pairs, rows, kind == c) for c in range(cardinality.CLASSES)]
-
-
-def _entries(pairs: sparse.csr_matrix, rows: np.ndarray, keep: np.ndarray) -> sparse.csr_matrix:
-    """The entries of ``pairs`` where ``keep`` (a mask over its entries, ``rows`` their rows), in their order:
-    a matrix of the same shape."""
-    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows[keep], minlength=pairs.shape[0]))])
-    return sparse.csr_matrix((pairs.data[keep], pairs.indices[keep], indptr), shape=pairs.shape)
+    return [taken(pairs, rows, kind == c) for c in range(cardinality.CLASSES)]
 
 
 class Classed:
