@@ -7,6 +7,7 @@ relation the learned rules can read), so the check needs only the compiled progr
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
@@ -234,11 +235,19 @@ class RuleDerivations:
 
     def __init__(self, program: CompiledProgram, worlds: list[CheckedWorld]) -> None:
         self.program, self.worlds = program, worlds
-        self.asked = [{atom: atom for atom in pos | neg} for _, pos, neg, _, _ in worlds]
-        self.joins = [PathJoin(facts) for facts, *_ in worlds]
-        self.bases = [derived_at(w[0], [], asked) for w, asked in zip(worlds, self.asked, strict=True)]
         self.derived: dict[Rule, list[set[GroundAtom]]] = {}
         self.kept = 0  # atoms in ``derived``
+
+    @cached_property
+    def asked(self) -> list[tuple[dict[GroundAtom, GroundAtom], PathJoin, set[GroundAtom]]]:
+        """Per world: its examples (each its own key), the facts' arrays for path joins, and the examples that
+        are facts already (derived by no rule). Made at the first rule set kept, not for a program whose rule
+        sets never are (a closed-world head: every atom an example)."""
+        out = []
+        for facts, pos, neg, _, _ in self.worlds:
+            asked = {atom: atom for atom in pos | neg}
+            out.append((asked, PathJoin(facts), derived_at(facts, [], asked)))
+        return out
 
     def score(self, rules: list[Rule]) -> Score:
         """The same score as ``crisp_score(program, rules, worlds=worlds)``."""
@@ -251,13 +260,13 @@ class RuleDerivations:
             if rule not in self.derived:
                 self.derived[rule] = [
                     {asked.get(atom, atom) for atom in derived_at(w[0], [rule], asked, join)}
-                    for w, asked, join in zip(self.worlds, self.asked, self.joins, strict=True)
+                    for w, (asked, join, _) in zip(self.worlds, self.asked, strict=True)
                 ]
                 self.kept += sum(len(found) for found in self.derived[rule])
         score = Score()
         symbols = self.program.symbol_table
-        for i, (_, pos, neg, closed, unknown) in enumerate(self.worlds):
-            derived = self.bases[i].union(*(self.derived[rule][i] for rule in rules))
+        for i, ((_, pos, neg, closed, unknown), (_, _, facts)) in enumerate(zip(self.worlds, self.asked, strict=True)):
+            derived = facts.union(*(self.derived[rule][i] for rule in rules))
             score.add(derived, pos, neg, symbols, closed, unknown)
         return score
 

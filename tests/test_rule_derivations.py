@@ -87,3 +87,4 @@ def test_a_rule_set_that_reads_its_own_head_is_scored_whole():
     assert fields(derivations.score(recursive)) == fields(crisp_score(program, recursive, worlds=worlds))
     assert crisp_score(program, recursive, worlds=worlds).true_positives == 4  # a, b, c reach everything
     assert not derivations.derived  # nothing kept per rule for it
+    assert "asked" not in vars(derivations), "nor the examples' store made"
