@@ -124,9 +124,11 @@ def three_atoms(
     count = ab @ c64
     if back.nnz:  # the paths through an end, taken from the count in one pass over it
         count = count - back
+    count = count.tocsr()
+    count.sum_duplicates()  # canonical, as boolean leaves a product
     count.data = (count.data > 0.5).astype(np.float32)
     count.eliminate_zeros()
-    return count.tocsr()
+    return count
 
 
 def atom_matrices(matrices: dict[str, sparse.csr_matrix]) -> list[tuple[Atom, sparse.csr_matrix]]:
@@ -287,8 +289,7 @@ def each(
         for reflexive, part in enumerate(split_diagonal(body)):
             if reflexive and path == (own_backwards,):
                 continue  # r(X, X) :- r(X, X)
-            rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(part.indptr))
-            correct = int((member(rows * n + part.indices, known_keys) & (part.data != 0)).sum())
+            correct = int(member(nonzero_keys(part), known_keys).sum())
             if correct >= min_correct:
                 out.append(PathRule(tuple(atoms[i][0] for i in path), part, int(part.nnz), correct, bool(reflexive)))
         return out
