@@ -37,6 +37,11 @@ DENSE_KEYS = 1 << 26  # (path, pair) keys of a chunk counted by a table of this 
 # from their pairs, FB15k-237's up to 12 million, WordNet's 0.1 million): on valid.txt, Kinship's counted
 # rules ranked the same from a quarter of its pairs in half the time, the FB15k-237 sample and Family the same
 MAX_JOINED = 4_000_000
+# a graph of at most this many entities multiplies its bodies as dense arrays: on a small graph a sparse
+# product costs its construction (a third of a millisecond) whatever its size, and a dense graph has a body
+# for nearly every pair of atoms (14 entities and 55 relations: 12,000 per relation)
+DENSE_ENTITIES = 128
+DENSE_BYTES = 1 << 28  # and where every atom's array fits this many bytes together
 
 Atom = tuple[str, bool]  # (relation, read backwards: p(Z, X) for p(X, Z))
 
@@ -90,6 +95,21 @@ def split_diagonal(pairs: sparse.csr_matrix) -> tuple[sparse.csr_matrix, sparse.
     if not on.any():
         return pairs, sparse.csr_matrix(pairs.shape, dtype=pairs.dtype)
     return taken(pairs, rows, nonzero & ~on), taken(pairs, rows, on)
+
+
+def dense_pairs(mask: np.ndarray) -> sparse.csr_matrix:
+    """The true entries of a square boolean array as a 0/1 float32 CSR matrix, canonical, as :func:`boolean`
+    leaves a product."""
+    indptr = np.zeros(mask.shape[0] + 1, dtype=np.int32)
+    np.cumsum(np.count_nonzero(mask, axis=1), out=indptr[1:])
+    columns = np.nonzero(mask)[1].astype(np.int32)
+    return sparse.csr_matrix((np.ones(columns.size, dtype=np.float32), columns, indptr), shape=mask.shape)
+
+
+def dense_three_atoms(a: np.ndarray, b: np.ndarray, c: np.ndarray, ab: np.ndarray) -> np.ndarray:
+    """:func:`three_atoms` of dense 0/1 arrays (float64, ``ab`` = a @ b): a boolean array."""
+    back = np.diag(ab)[:, None] * c + a * (b * c.T).sum(axis=1)[None, :] - a * b.T * c
+    return ab @ c - back > 0.5
 
 
 def steps(a: sparse.csr_matrix, b: sparse.csr_matrix) -> int:
@@ -198,9 +218,26 @@ def paths_per_pair(keys: np.ndarray, paths: int, pairs: int) -> tuple[np.ndarray
 
 def three_atom_paths(edges: Edges, heads: np.ndarray, tails: np.ndarray) -> dict[tuple[int, int, int], int]:
     """The paths (i, j, l) of three atoms that join some pair (heads[k], tails[k]), with the number of pairs
-    each joins. Each pair is walked two steps from the end with the fewer two-step walks, then met with the
-    edges at the other end, pairs in the order given until ``MAX_JOINED`` paths have been met; pairs needing
-    more than ``MAX_WALKS`` walks are left out."""
+    each joins (:func:`joined_paths` as a dictionary)."""
+    k = edges.atoms
+    codes, many = joined_paths(edges, heads, tails)
+    keys = zip((codes // (k * k)).tolist(), (codes // k % k).tolist(), (codes % k).tolist(), strict=True)
+    return dict(zip(keys, many.tolist(), strict=True))
+
+
+def most_joined(edges: Edges, heads: np.ndarray, tails: np.ndarray, count: int) -> list[tuple[int, int, int]]:
+    """The ``count`` paths of three atoms that join the most of the pairs (ties: the first paths), in path order."""
+    k = edges.atoms
+    codes, many = joined_paths(edges, heads, tails)
+    chosen = np.sort(codes[np.lexsort((codes, -many))[:count]])
+    return list(zip((chosen // (k * k)).tolist(), (chosen // k % k).tolist(), (chosen % k).tolist(), strict=True))
+
+
+def joined_paths(edges: Edges, heads: np.ndarray, tails: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The paths of three atoms that join some pair (heads[k], tails[k]), as codes (i k + j) k + l for atoms
+    i, j, l of k, ascending, and the number of pairs each joins. Each pair is walked two steps from the end
+    with the fewer two-step walks, then met with the edges at the other end, pairs in the order given until
+    ``MAX_JOINED`` paths have been met; pairs needing more than ``MAX_WALKS`` walks are left out."""
     k = edges.atoms
     degree = edges.degree()
     two_steps = np.zeros(edges.n, np.int64)
@@ -250,15 +287,13 @@ def three_atom_paths(edges: Edges, heads: np.ndarray, tails: np.ndarray) -> dict
         found.append(paths_per_pair(keys, k**3, width))
         at = end
     if not found:
-        return {}
-    codes = np.concatenate([c for c, _ in found])
-    many = np.concatenate([m for _, m in found])
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    codes = np.concatenate([c for c, _ in found]).astype(np.int64)
+    many = np.concatenate([m for _, m in found]).astype(np.int64)
     order = np.argsort(codes, kind="stable")
     codes, many = codes[order], many[order]
     starts = run_starts(codes)
-    codes, many = codes[starts], np.add.reduceat(many, starts)
-    keys = zip((codes // (k * k)).tolist(), (codes // k % k).tolist(), (codes % k).tolist(), strict=True)
-    return dict(zip(keys, many.tolist(), strict=True))
+    return codes[starts], np.add.reduceat(many, starts)
 
 
 def each(
@@ -294,15 +329,44 @@ def each(
                 out.append(PathRule(tuple(atoms[i][0] for i in path), part, int(part.nnz), correct, bool(reflexive)))
         return out
 
+    def dense_rules(path: tuple[int, ...], body: np.ndarray) -> list[PathRule]:
+        """:func:`rules` of a body given as a boolean array (the same rules, pairs and counts)."""
+        if not body.any():
+            return []
+        out = []
+        for reflexive, part in enumerate((body & ~diagonal, body & diagonal)):
+            if reflexive and path == (own_backwards,):
+                continue
+            correct = int(np.count_nonzero(part & known_dense))
+            if correct >= min_correct:
+                pairs = dense_pairs(part)
+                out.append(PathRule(tuple(atoms[i][0] for i in path), pairs, int(pairs.nnz), correct, bool(reflexive)))
+        return out
+
     own_backwards = [atom for atom, _ in atoms].index((target, True))
-    found = [rules((i,), boolean(m)) for i, (atom, m) in enumerate(atoms) if atom != (target, False)]
+    # dense where no body can reach the limits on its pairs or its multiply steps (at most n^2 and n^3)
+    dense = (
+        n <= DENSE_ENTITIES
+        and len(mats) * n * n * 8 <= DENSE_BYTES
+        and n * n <= MAX_DERIVED
+        and n**3 <= 4 * MAX_DERIVED
+    )
+    if dense:
+        arrays = [m.toarray().astype(np.float64) for m in mats]
+        known_dense, diagonal = known.toarray() != 0, np.eye(n, dtype=bool)
+        found = [dense_rules((i,), arrays[i] != 0) for i, (atom, _) in enumerate(atoms) if atom != (target, False)]
+    else:
+        found = [rules((i,), boolean(m)) for i, (atom, m) in enumerate(atoms) if atom != (target, False)]
     yield from (r for rs in found for r in rs)
     if length < 2:
         return
     edges = Edges(mats, n)
     heads, tails = (np.asarray(x, np.int64) for x in known.nonzero())
     for i, j in sorted(two_atom_paths(edges, heads, tails)):
-        yield from rules((i, j), product(mats[i], mats[j]))
+        if dense:
+            yield from dense_rules((i, j), arrays[i] @ arrays[j] > 0.5)
+        else:
+            yield from rules((i, j), product(mats[i], mats[j]))
     if length < 3:
         return
     rng = np.random.default_rng(seed)
@@ -311,10 +375,13 @@ def each(
         heads, tails = heads[drawn], tails[drawn]
     order = rng.permutation(heads.size)  # walked in this order, so that pairs left out are left out at random
     heads, tails = heads[order], tails[order]
-    prefix: tuple[tuple[int, int], sparse.csr_matrix | None] = ((-1, -1), None)
-    joined = three_atom_paths(edges, heads, tails)
-    chosen = sorted(sorted(joined, key=lambda key: (-joined[key], key))[:THREE_ATOM_PATHS])
-    for i, j, m in chosen:
+    prefix: tuple[tuple[int, int], sparse.csr_matrix | np.ndarray | None] = ((-1, -1), None)
+    for i, j, m in most_joined(edges, heads, tails, THREE_ATOM_PATHS):
+        if dense:
+            if prefix[0] != (i, j):
+                prefix = ((i, j), arrays[i] @ arrays[j])
+            yield from dense_rules((i, j, m), dense_three_atoms(arrays[i], arrays[j], arrays[m], prefix[1]))
+            continue
         if prefix[0] != (i, j):  # paths come sorted: one prefix held at a time
             prefix = ((i, j), paths_counted(mats[i], mats[j]))
         ab = prefix[1]

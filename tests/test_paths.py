@@ -56,8 +56,11 @@ def every_path(monkeypatch):
     monkeypatch.setattr(paths, "THREE_ATOM_PATHS", 10**6)
 
 
+@pytest.mark.parametrize("multiplied", ["dense", "sparse"])
 @pytest.mark.parametrize("seed", range(4))
-def test_every_path_of_up_to_three_atoms_is_found_and_counted(seed, every_path):
+def test_every_path_of_up_to_three_atoms_is_found_and_counted(seed, multiplied, every_path, monkeypatch):
+    if multiplied == "sparse":
+        monkeypatch.setattr(paths, "DENSE_ENTITIES", 0)
     matrices = graph(seed)
     for min_correct in (1, 2):
         got = {
@@ -171,3 +174,34 @@ def test_paths_met_are_counted_alike_by_a_table_and_by_a_sort(monkeypatch):
         distinct = np.unique(keys)
         expected = np.unique(distinct // 7, return_counts=True)
         assert np.array_equal(met, expected[0]) and np.array_equal(joins, expected[1])
+
+
+@pytest.mark.parametrize("seed", [0, 5])
+def test_a_small_graph_s_dense_products_give_the_sparse_products_rules(seed, every_path, monkeypatch):
+    """Below DENSE_ENTITIES the bodies are multiplied as arrays: every rule, its counts and its pairs (as a
+    canonical float32 CSR matrix) the same as by sparse products, in the same order."""
+    matrices = graph(seed)
+
+    def rules() -> list[tuple]:
+        out = []
+        for r in paths.each(matrices, "r", 3, min_correct=1):
+            assert r.pairs.has_canonical_format and r.pairs.dtype == np.float32
+            out.append(
+                (r.atoms, r.reflexive, r.predicted, r.correct, r.pairs.indptr.tolist(), r.pairs.indices.tolist())
+            )
+        return out
+
+    dense = rules()
+    monkeypatch.setattr(paths, "DENSE_ENTITIES", 0)
+    assert rules() == dense
+    assert any(len(rule[0]) == 3 for rule in dense) and any(rule[1] for rule in dense)
+
+
+def test_the_most_joined_paths_of_three_atoms_are_the_first_by_count_then_by_path():
+    matrices = graph(5)
+    heads, tails = (np.asarray(x, np.int64) for x in matrices["r"].nonzero())
+    edges = paths.Edges([m for _, m in paths.atom_matrices(matrices)], 16)
+    joined = paths.three_atom_paths(edges, heads, tails)
+    for count in (1, 20, 10**6):
+        expected = sorted(sorted(joined, key=lambda key: (-joined[key], key))[:count])
+        assert paths.most_joined(edges, heads, tails, count) == expected
