@@ -285,6 +285,7 @@ class PoolJudge:
     def __init__(self, graph: Graph, target: str, sources: dict[str, str], floor: np.ndarray | None = None) -> None:
         self.graph, self.target, self.sources = graph, target, sources
         self.known = graph.relation_matrix(target)
+        self.known_keys = known_keys(self.known)
         self.best = np.zeros(self.known.nnz, dtype=np.float64)  # per known pair, in the matrix's order
         if floor is not None:  # what the counted rules already give each pair (counted_floor)
             self.best = np.maximum(self.best, floor)
@@ -304,7 +305,7 @@ class PoolJudge:
         conf, support = self.rate(rule)
         if support < MIN_SUPPORT:
             return False
-        better = _hits(self.known, self.pairs[rule]) & (conf > self.best)
+        better = _hits(self.known_keys, self.pairs[rule]) & (conf > self.best)
         self.best[better] = conf
         return bool(better.any())
 
@@ -314,26 +315,33 @@ def counted_floor(graph: Graph, target: str, length: int, seed: int) -> np.ndarr
     (nlndl.paths) deriving it. The ranking takes the best of these and the clauses, so a clause read out
     improves the pool only where it beats them: training stops once the network finds nothing they lack."""
     known = graph.relation_matrix(target)
+    keys = known_keys(known)
     best = np.zeros(known.nnz, dtype=np.float64)
     for rule in paths.each(graph.known_matrices(), target, length, seed):
-        raise_floor(best, known, rule)
+        raise_floor(best, keys, rule)
     return best
 
 
-def raise_floor(best: np.ndarray, known: sparse.csr_matrix, rule: paths.PathRule) -> None:
-    """Raise ``best`` (per nonzero of ``known``, as :func:`counted_floor` gives it) to ``rule``'s confidence
-    where ``rule`` derives that pair."""
+def known_keys(known: sparse.csr_matrix) -> np.ndarray:
+    """The keys (row * width + column) of ``known``'s nonzeros in its CSR order: the pairs the floor keeps a
+    confidence for (:func:`counted_floor`), found once per relation rather than once per rule."""
+    rows, cols = known.nonzero()
+    return rows.astype(np.int64) * known.shape[1] + cols
+
+
+def raise_floor(best: np.ndarray, known: np.ndarray, rule: paths.PathRule) -> None:
+    """Raise ``best`` (per key of ``known``, :func:`known_keys`, as :func:`counted_floor` gives it) to
+    ``rule``'s confidence where ``rule`` derives that pair."""
     np.maximum(best, np.where(_hits(known, rule.pairs), rule.confidence, 0.0), out=best)
 
 
-def _hits(known: sparse.csr_matrix, pairs: sparse.csr_matrix) -> np.ndarray:
-    """Per nonzero of ``known`` (in its CSR order), whether ``pairs`` holds that pair too."""
-    rows, cols = known.nonzero()
+def _hits(known: np.ndarray, pairs: sparse.csr_matrix) -> np.ndarray:
+    """Per key of ``known`` (:func:`known_keys`), whether ``pairs`` holds that pair too."""
     pairs = canonical(pairs)
     held_rows, held_cols = entries(pairs)
     positive = pairs.data > 0
     width = pairs.shape[1]
-    return member(rows.astype(np.int64) * width + cols, held_rows[positive] * width + held_cols[positive])
+    return member(known, held_rows[positive] * width + held_cols[positive])
 
 
 @dataclass

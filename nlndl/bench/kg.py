@@ -37,6 +37,7 @@ from nlndl.kg_rules import (
     KGConfig,
     RelationRules,
     checked_relations,
+    known_keys,
     learn_relation,
     path_of,
     raise_floor,
@@ -236,11 +237,12 @@ def count_paths(graph: Graph, target: str, config: KGConfig, asked: np.ndarray, 
     rules = Aggregate((n, n), asked[:, 0], asked[:, 1])
     classed = Classed((n, n), known, asked[:, 0], asked[:, 1])
     best = np.zeros(known.nnz, dtype=np.float64) if floor else None
+    keys = known_keys(known)
     chains: set[tuple[paths.Atom, ...]] = set()
     count = 0
     for rule in paths.each(graph.known_matrices(), target, config.path_length, config.seed):
         if best is not None:
-            raise_floor(best, known, rule)
+            raise_floor(best, keys, rule)
         rules.add(rule.pairs, rule.confidence)
         classed.add(rule.pairs, rule.confidence)
         if not rule.reflexive:
