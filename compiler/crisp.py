@@ -15,7 +15,7 @@ import networkx as nx
 import numpy as np
 
 from nlndl.compiler.depgraph import build_graph, stratify
-from nlndl.compiler.path_join import PathJoin, path_of
+from nlndl.compiler.path_join import PathJoin, conjunction_of, path_of
 
 Arg = tuple[str, int | str]  # ("v", name) or ("c", constant id)
 Database = dict[str, set[tuple[int, ...]]]
@@ -270,10 +270,13 @@ def derived_at(
         if not wanted:
             continue
         steps = path_of(rule.head_args, rule.body)
-        if steps is not None:  # a path rule: decided for every asked atom at once
-            if rule.head not in arrays:
+        if steps is not None or conjunction_of(rule.head_args, rule.body) is not None:
+            if rule.head not in arrays:  # decided for every asked atom at once
                 arrays[rule.head] = np.array(sorted(wanted), dtype=np.int64).reshape(-1, 2)
-            derived = paths.derived(steps, arrays[rule.head])
+            if steps is not None:  # a path rule: its walks deduplicated step by step
+                derived = paths.derived(steps, arrays[rule.head])
+            else:
+                derived = paths.conjunction(rule.head_args, rule.body, arrays[rule.head])
             if derived is not None:
                 out |= {(rule.head, tuple(args)) for args in arrays[rule.head][derived].tolist()}
                 continue

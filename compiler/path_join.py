@@ -108,3 +108,74 @@ class PathJoin:
         out = np.zeros(m, dtype=bool)
         out[query[hit]] = True
         return out
+
+    def conjunction(self, head_args: tuple, body: Iterable, asked: np.ndarray) -> np.ndarray | None:
+        """Of the asked (head, tail) pairs, a mask of those a body of binary atoms over variables derives (the
+        body of :func:`conjunction_of`; a path or not: ``r(X, Y) :- p(X, Y), q(Y, A), s(X, A)``): the asked
+        pairs' bindings are joined atom by atom, an atom whose variables are all bound a membership test of
+        its keys, one with a variable bound a walk to the other's values. None where the body is no such
+        conjunction, or its bindings would pass :data:`MAX_WALKS`, or the keys would not fit in 64 bits."""
+        atoms = conjunction_of(head_args, body)
+        if atoms is None:
+            return None
+        m = asked.shape[0]
+        if not m:
+            return np.zeros(0, dtype=bool)
+        pairs = {step: self._pairs(step) for step in ((a.predicate, False) for a in atoms)}
+        columns = [asked.ravel(), *(a for pair in pairs.values() for a in pair if a.size)]
+        if min(int(c.min()) for c in columns) < 0:
+            return None
+        width = max(int(c.max()) for c in columns) + 1
+        if width >= 2**31:
+            return None
+        (_, x), (_, y) = head_args
+        query, bound = np.arange(m, dtype=np.int64), {x: asked[:, 0].copy(), y: asked[:, 1].copy()}
+        left = list(atoms)
+        while left and query.size:
+            both = [a for a in left if all(v in bound for _, v in a.args)]
+            atom = both[0] if both else next(a for a in left if any(v in bound for _, v in a.args))
+            left.remove(atom)
+            (_, first), (_, second) = atom.args
+            if both:  # a membership test of (first, second) among the atom's facts
+                keys = self._keys((atom.predicate, False), width)
+                probe = bound[first] * width + bound[second]
+                found = np.minimum(np.searchsorted(keys, probe), max(keys.size - 1, 0))
+                keep = keys[found] == probe if keys.size else np.zeros(probe.size, dtype=bool)
+                query, bound = query[keep], {v: values[keep] for v, values in bound.items()}
+                continue
+            backwards = second in bound  # p(A, Y) with Y bound: read from Y back to A
+            sources, targets = self._pairs((atom.predicate, backwards))
+            at = bound[second if backwards else first]
+            lo = np.searchsorted(sources, at, side="left")
+            counts = np.searchsorted(sources, at, side="right") - lo
+            if int(counts.sum()) > MAX_WALKS:
+                return None
+            query, bound = np.repeat(query, counts), {v: np.repeat(values, counts) for v, values in bound.items()}
+            bound[first if backwards else second] = targets[ranges(lo, counts)]
+        out = np.zeros(m, dtype=bool)
+        out[query] = True
+        return out
+
+
+def conjunction_of(head_args: tuple, body: Iterable) -> list | None:
+    """The atoms of a body that :meth:`PathJoin.conjunction` decides: a head of two different variables, and
+    positive binary atoms over variables (no ``_``), each sharing a variable with the head or with another
+    such atom (none a condition apart from the head's, which the evaluator decides once); else None."""
+    if len(head_args) != 2 or any(kind != "v" for kind, _ in head_args):
+        return None
+    first, last = (v for _, v in head_args)
+    atoms = list(body)
+    if first == last or "_" in (first, last) or not atoms:
+        return None
+    for atom in atoms:
+        if atom.negated or len(atom.args) != 2 or any(kind != "v" or v == "_" for kind, v in atom.args):
+            return None
+    reached, left = {first, last}, list(atoms)
+    while left:
+        touching = [a for a in left if {v for _, v in a.args} & reached]
+        if not touching:
+            return None
+        for atom in touching:
+            left.remove(atom)
+            reached |= {v for _, v in atom.args}
+    return atoms
