@@ -332,7 +332,7 @@ def known_keys(known: sparse.csr_matrix) -> np.ndarray:
 def raise_floor(best: np.ndarray, known: np.ndarray, rule: paths.PathRule) -> None:
     """Raise ``best`` (per key of ``known``, :func:`known_keys`, as :func:`counted_floor` gives it) to
     ``rule``'s confidence where ``rule`` derives that pair."""
-    np.maximum(best, np.where(_hits(known, rule.pairs), rule.confidence, 0.0), out=best)
+    np.maximum(best, np.where(member(known, rule.keys), rule.confidence, 0.0), out=best)
 
 
 def _hits(known: np.ndarray, pairs: sparse.csr_matrix) -> np.ndarray:
@@ -664,7 +664,7 @@ def answer_all(
     ranked = Classed((n, n), known, pairs[:, 0], pairs[:, 1])
     chains = set()
     for rule in paths.each(graph.known_matrices(), relation, length, seed):
-        ranked.add(rule.pairs, rule.confidence)
+        ranked.add_entries(rule.rows, rule.columns, rule.confidence)
         if not rule.reflexive:
             chains.add(rule.atoms)
     clauses = [c for c in clauses if path_of(c[0], sources) not in chains]  # a restatement left to the counted rule

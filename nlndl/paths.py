@@ -18,13 +18,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from scipy import sparse
 
 from nlndl.compiler.join import matched_ranges, ranges, run_starts, sorted_counts, sorted_join, sorted_unique
 from nlndl.defaults import KG_PATH_LENGTH as LENGTH
-from nlndl.pairs import member, nonzero_keys, taken
+from nlndl.pairs import entries, member, nonzero_keys, taken
 
 SAMPLE = 2000  # known pairs per relation from which paths of three atoms are found
 MAX_DERIVED = 4_000_000  # pairs past which a body is not kept
@@ -48,13 +49,30 @@ Atom = tuple[str, bool]  # (relation, read backwards: p(Z, X) for p(X, Z))
 
 @dataclass
 class PathRule:
-    """A counted path rule: its atoms in path order from X to Y, the pairs its body derives, and its counts."""
+    """A counted path rule: its atoms in path order from X to Y, the pairs its body derives (as the rows and
+    columns of their entries, row by row, each row's columns ascending: what the floor and the aggregates read
+    of them), and its counts."""
 
     atoms: tuple[Atom, ...]
-    pairs: sparse.csr_matrix
+    rows: np.ndarray  # int64
+    columns: np.ndarray  # int64
+    shape: tuple[int, int]
     predicted: int
     correct: int
     reflexive: bool = False  # r(X, X) :- ...: the body's pairs (X, X) alone; otherwise its pairs with X not Y
+
+    @property
+    def keys(self) -> np.ndarray:
+        """The pairs' keys, row * width + column, ascending."""
+        return self.rows * self.shape[1] + self.columns
+
+    @cached_property
+    def pairs(self) -> sparse.csr_matrix:
+        """The pairs as a 0/1 float32 CSR matrix, canonical (made when first read)."""
+        indptr = np.zeros(self.shape[0] + 1, dtype=np.int32)
+        np.cumsum(np.bincount(self.rows, minlength=self.shape[0]), out=indptr[1:])
+        data = np.ones(self.columns.size, dtype=np.float32)
+        return sparse.csr_matrix((data, self.columns.astype(np.int32), indptr), shape=self.shape)
 
     @property
     def confidence(self) -> float:
@@ -95,15 +113,6 @@ def split_diagonal(pairs: sparse.csr_matrix) -> tuple[sparse.csr_matrix, sparse.
     if not on.any():
         return pairs, sparse.csr_matrix(pairs.shape, dtype=pairs.dtype)
     return taken(pairs, rows, nonzero & ~on), taken(pairs, rows, on)
-
-
-def dense_pairs(mask: np.ndarray) -> sparse.csr_matrix:
-    """The true entries of a square boolean array as a 0/1 float32 CSR matrix, canonical, as :func:`boolean`
-    leaves a product."""
-    indptr = np.zeros(mask.shape[0] + 1, dtype=np.int32)
-    np.cumsum(np.count_nonzero(mask, axis=1), out=indptr[1:])
-    columns = np.nonzero(mask)[1].astype(np.int32)
-    return sparse.csr_matrix((np.ones(columns.size, dtype=np.float32), columns, indptr), shape=mask.shape)
 
 
 def dense_three_atoms(a: np.ndarray, b: np.ndarray, c: np.ndarray, ab: np.ndarray) -> np.ndarray:
@@ -324,9 +333,13 @@ def each(
         for reflexive, part in enumerate(split_diagonal(body)):
             if reflexive and path == (own_backwards,):
                 continue  # r(X, X) :- r(X, X)
-            correct = int(member(nonzero_keys(part), known_keys).sum())
+            rows, columns = entries(part)  # every entry nonzero: split_diagonal keeps no others
+            correct = int(member(rows * n + columns, known_keys).sum())
             if correct >= min_correct:
-                out.append(PathRule(tuple(atoms[i][0] for i in path), part, int(part.nnz), correct, bool(reflexive)))
+                atoms_of = tuple(atoms[i][0] for i in path)
+                rule = PathRule(atoms_of, rows, columns, part.shape, rows.size, correct, bool(reflexive))
+                rule.__dict__["pairs"] = part  # the matrix made already, as PathRule.pairs would make it
+                out.append(rule)
         return out
 
     def dense_rules(path: tuple[int, ...], body: np.ndarray) -> list[PathRule]:
@@ -339,8 +352,9 @@ def each(
                 continue
             correct = int(np.count_nonzero(part & known_dense))
             if correct >= min_correct:
-                pairs = dense_pairs(part)
-                out.append(PathRule(tuple(atoms[i][0] for i in path), pairs, int(pairs.nnz), correct, bool(reflexive)))
+                rows, columns = np.nonzero(part)  # row by row, columns ascending
+                atoms_of = tuple(atoms[i][0] for i in path)
+                out.append(PathRule(atoms_of, rows, columns, part.shape, rows.size, correct, bool(reflexive)))
         return out
 
     own_backwards = [atom for atom, _ in atoms].index((target, True))

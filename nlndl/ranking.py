@@ -318,7 +318,13 @@ class Aggregate:
         ``pairs`` holds no others)."""
         if confidence <= 0:
             return
-        rows, columns = entries(canonical(pairs))
+        self.add_entries(*entries(canonical(pairs)), confidence, kept)
+
+    def add_entries(self, rows: np.ndarray, columns: np.ndarray, confidence: float, kept: bool = False) -> None:
+        """:meth:`add` of a rule's pairs given as the rows and columns of its entries, row by row, each row's
+        columns ascending (a counted path rule's, :class:`nlndl.paths.PathRule`)."""
+        if confidence <= 0:
+            return
         if not kept:
             keep = self.keeps(rows, columns)
             if keep is not None:
@@ -429,9 +435,19 @@ class Classed:
         if confidence <= 0:
             return
         pairs = canonical(pairs)  # sorted once here, so that every part split from it is sorted
-        rows, columns = entries(pairs)
+        self.add_entries(*entries(pairs), confidence, pairs.data != 0)
+
+    def add_entries(
+        self, rows: np.ndarray, columns: np.ndarray, confidence: float, stored: np.ndarray | None = None
+    ) -> None:
+        """:meth:`add` of a rule's pairs given as the rows and columns of its entries, row by row, each row's
+        columns ascending; ``stored``: which entries are nonzero (None: all), the others derive no known pair."""
+        if confidence <= 0:
+            return
         keys = rows * self.shape[1] + columns
-        hits = member(keys, self.known_keys) & (pairs.data != 0)
+        hits = member(keys, self.known_keys)
+        if stored is not None:
+            hits &= stored
         confidences = cardinality.confidences_of(rows, columns, hits, self.degree, confidence)
         for side, into in enumerate((self.tails, self.heads)):
             kind = self.classes[side][columns if side == 0 else rows]

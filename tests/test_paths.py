@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from scipy import sparse
 
+import nlndl.pairs
 from nlndl import paths
 
 
@@ -98,9 +99,10 @@ def test_a_path_found_from_either_end_is_the_same_rule(every_path):
 
 
 def test_the_rule_text_names_the_path():
-    rule = paths.PathRule((("p", False), ("q", True), ("s", False)), sparse.csr_matrix((2, 2)), 4, 1)
+    none = np.zeros(0, np.int64)
+    rule = paths.PathRule((("p", False), ("q", True), ("s", False)), none, none, (2, 2), 4, 1)
     assert rule.text("r") == "r(X,Y) :- p(X,A), q(B,A), s(B,Y)" and rule.confidence == 0.25
-    reflexive = paths.PathRule((("p", False), ("q", True)), sparse.csr_matrix((2, 2)), 4, 1, reflexive=True)
+    reflexive = paths.PathRule((("p", False), ("q", True)), none, none, (2, 2), 4, 1, reflexive=True)
     assert reflexive.text("r", " <= ") == "r(X,X) <= p(X,A), q(X,A)"
 
 
@@ -186,6 +188,7 @@ def test_a_small_graph_s_dense_products_give_the_sparse_products_rules(seed, eve
         out = []
         for r in paths.each(matrices, "r", 3, min_correct=1):
             assert r.pairs.has_canonical_format and r.pairs.dtype == np.float32
+            assert np.array_equal(r.keys, nlndl.pairs.nonzero_keys(r.pairs)) and r.predicted == r.keys.size
             out.append(
                 (r.atoms, r.reflexive, r.predicted, r.correct, r.pairs.indptr.tolist(), r.pairs.indices.tolist())
             )

@@ -20,6 +20,7 @@ from nlndl.ranking import (
     TIE_BREAK,
     TOP,
     Aggregate,
+    Classed,
     Ranker,
     Reduced,
     mean_rank,
@@ -340,3 +341,29 @@ def test_kg_train_leaves_a_closure_past_its_bound_to_nlndl_alone(tmp_path, monke
     assert "past 0: not also run by clingo" in result.output
     report = json.loads((out / "rules.json").read_text())
     assert report["closure"]["clingo_agrees_with_crisp"] is None and report["closure"]["derived"] > 0
+
+
+def test_a_rule_given_as_entries_is_taken_in_as_its_matrix_is():
+    """Aggregate.add_entries and Classed.add_entries (a counted path rule's rows and columns) give the state that
+    add gives from the same pairs as a matrix, with and without kept rows and columns."""
+    rng = np.random.default_rng(7)
+    shape = (9, 9)
+    known = sparse.csr_matrix(rng.random(shape) < 0.3)
+    rules = [(sparse.csr_matrix(rng.random(shape) < 0.4), float(c)) for c in (0.9, 0.6, 0.6, 0.2)]
+    asked = (np.array([0, 3, 8]), np.array([1, 3]))
+    for chosen in (None, asked):
+        extra = () if chosen is None else chosen
+        by_matrix, by_entries = Aggregate(shape, *extra), Aggregate(shape, *extra)
+        classed_matrix, classed_entries = Classed(shape, known, *extra), Classed(shape, known, *extra)
+        for pairs, of_rule in rules:
+            rows, columns = (np.asarray(x, np.int64) for x in pairs.nonzero())
+            by_matrix.add(pairs, of_rule)
+            by_entries.add_entries(rows, columns, of_rule)
+            classed_matrix.add(pairs, of_rule)
+            classed_entries.add_entries(rows, columns, of_rule)
+        pairs_of = [(by_matrix, by_entries), (classed_matrix.tails, classed_entries.tails)]
+        pairs_of.append((classed_matrix.heads, classed_entries.heads))
+        for one, other in pairs_of:
+            assert one.reduced[0].size or one.pending
+            for a, b in zip(one._reduce(), other._reduce(), strict=True):
+                assert np.array_equal(a, b)

@@ -243,8 +243,8 @@ def count_paths(graph: Graph, target: str, config: KGConfig, asked: np.ndarray, 
     for rule in paths.each(graph.known_matrices(), target, config.path_length, config.seed):
         if best is not None:
             raise_floor(best, keys, rule)
-        rules.add(rule.pairs, rule.confidence)
-        classed.add(rule.pairs, rule.confidence)
+        rules.add_entries(rule.rows, rule.columns, rule.confidence)
+        classed.add_entries(rule.rows, rule.columns, rule.confidence)
         if not rule.reflexive:
             chains.add(rule.atoms)
         count += 1
