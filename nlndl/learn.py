@@ -215,6 +215,32 @@ class Learner:
         winner = self.score(model, order, grid_wrong, drops) if collective.leader else None
         return collective.decide(winner)
 
+    def peek(self, model: ForwardChainer, losses: torch.Tensor) -> int | None:
+        """Between checks: the first restart by loss whose crisp program gets every example right on the
+        compiled substitutions (one batched crisp pass) and whose rules, simplified, clingo verifies, as a
+        check would take it; None otherwise, the learner as it was. Only where a check takes the first such
+        program: no noise allowance, no clause pool, no subgraph, one process (a check's other work, and the
+        trainer's at a check, wait for the check)."""
+        if self.allowance.total or self.config.clauses or self.program.whole or model.collective.size > 1:
+            return None
+        missed, derived = self.mistakes(model)
+        right = torch.nonzero(missed + derived == 0).flatten().tolist()
+        if not right:
+            return None
+        order = torch.argsort(torch.nan_to_num(losses, nan=float("inf"))).tolist()  # by loss, as check scores
+        for restart in (r for r in order if r in right):
+            rules = self.rules(model, restart)
+            key = tuple(render(r) for r in rules)
+            if key in self.tried or not self.derivations.score(rules).solved:
+                continue
+            simple = simplify(rules, lambda trial: self.derivations.score(trial).solved)
+            verified = clingo_score(self.program, simple, worlds=self.worlds)
+            if verified.solved:
+                self.tried.add(key)
+                self.best, self.best_restart = (1.0, simple, verified), restart
+                return restart
+        return None
+
     def score(
         self,
         model: ForwardChainer,
@@ -490,7 +516,7 @@ def learn(
     before: tuple[list[Rule], Score] | None = None  # the best rules that grew the subgraph, judged on the whole
     while True:
         try:
-            winner = trainer.fit(learner.check, progress, learner.harmful, learner.sound)
+            winner = trainer.fit(learner.check, progress, learner.harmful, learner.sound, learner.peek)
             break
         except KeyboardInterrupt:
             save()

@@ -31,6 +31,12 @@ class TrainConfig:
     lr_late: float = 0.03  # after ``lr_switch`` iterations (the reference's two-step schedule)
     lr_switch: int = 1000
     check_every: int = 20
+    # between the first checks, every this many iterations a cheaper look (the ``peek`` of :meth:`Trainer.fit`):
+    # a run ends at the first of them where some restart's crisp program is right, not at the next check; past
+    # ``peek_until`` iterations a peek would save a smaller share of the run than it costs (a crisp pass, about
+    # a third of a step), so only checks look
+    peek_every: int = 5
+    peek_until: int = 200
     binarize_factor: float = 1.2  # applied at each check to restarts that classify every example right
     weight_limit: float = 20.0
     patience: int = 400  # a restart that has not improved (see replace_stalled) for this long starts anew
@@ -60,6 +66,7 @@ HarmfulFn = Callable[[ForwardChainer, torch.Tensor], dict[str, torch.Tensor]]
 # per given restart, whether its (crisp) clauses derive no negative example
 SoundFn = Callable[[ForwardChainer, torch.Tensor], torch.Tensor]
 ProgressFn = Callable[[TrainState, torch.Tensor], None]
+PeekFn = CheckFn  # a winning restart found between checks, or None (see Trainer.fit)
 RESTART_STATE = (
     "restart_best",
     "restart_since",
@@ -260,10 +267,12 @@ class Trainer:
         progress: ProgressFn | None = None,
         harmful: HarmfulFn | None = None,
         sound: SoundFn | None = None,
+        peek: PeekFn | None = None,
     ) -> int | None:
         """Train until ``check`` names a winning restart or a limit is reached; returns the winner. ``harmful``
         names terms that a stalled restart re-draws besides its unused ones; ``sound``, the restarts renewed
-        again (see :meth:`replace_stalled`)."""
+        again (see :meth:`replace_stalled`); ``peek``, called every ``peek_every`` iterations between the checks
+        of the first ``peek_until``, may name a winner too, and changes nothing else."""
         cfg = self.config
         self.harmful, self.sound = harmful, sound
         start = time.perf_counter() - self.state.seconds
@@ -301,6 +310,14 @@ class Trainer:
                 if fitted.any():
                     self.binarize(torch.nonzero(fitted).flatten())
                 self.replace_stalled(losses, fitted)
+            elif (
+                peek is not None
+                and self.state.iteration < cfg.peek_until
+                and self.state.iteration % cfg.peek_every == 0
+            ):
+                winner = peek(self.model, losses)
+                if winner is not None:
+                    return winner
             if last:
                 break
         return None

@@ -146,7 +146,8 @@ def test_checkpoint_resumes_to_the_same_result(tmp_path):
     program = api.compile(ILP / "grandparent" / "sketch.dl")
 
     def config(iters):
-        return LearnConfig(train=TrainConfig(seed=1, max_iters=iters, check_every=1000), chain=ChainConfig(restarts=4))
+        train = TrainConfig(seed=1, max_iters=iters, check_every=1000, peek_until=0)
+        return LearnConfig(train=train, chain=ChainConfig(restarts=4))
 
     straight = learn(program, config(60))
     learn(program, config(25), checkpoint=tmp_path / "ck")
@@ -154,6 +155,19 @@ def test_checkpoint_resumes_to_the_same_result(tmp_path):
     assert resumed.iterations == straight.iterations == 60
     assert resumed.rule_texts() == straight.rule_texts()
     torch.testing.assert_close(torch.tensor(resumed.score.accuracy), torch.tensor(straight.score.accuracy))
+
+
+def test_a_run_ends_at_the_first_peek_that_finds_a_right_restart_and_peeks_change_nothing_else():
+    """Between the checks of its first iterations a run looks for a restart whose crisp program is right (one
+    crisp pass): less_than from seed 0 is right at iteration 65, found there instead of at the check at 80;
+    every check before it sees the same losses as a run without peeks."""
+    program = api.compile(ILP / "less_than" / "sketch.dl")
+    peeked = learn(program, LearnConfig(train=TrainConfig(seed=0)))
+    checked = learn(program, LearnConfig(train=TrainConfig(seed=0, peek_until=0)))
+    assert peeked.solved and checked.solved
+    assert checked.iterations % 20 == 0 and peeked.iterations % 5 == 0
+    assert peeked.iterations < checked.iterations
+    assert peeked.losses == checked.losses[: len(peeked.losses)]
 
 
 def test_a_stalled_restart_renews_its_unused_terms_once_then_starts_anew():
