@@ -86,3 +86,11 @@ def test_bench_startup_times_train_beside_the_import_floor(tmp_path, monkeypatch
     assert "| less_than |" in result.output
     missing = runner.invoke(app, ["bench", "startup", "--tasks", "nothing_here"])
     assert missing.exit_code == 1 and "nothing_here" in missing.output
+
+
+def test_bench_startup_says_when_every_run_compiles_nlndl_again():
+    from nlndl.bench import startup
+
+    report = {"repeats": 1, "rows": [], "bytecode_cache": False}
+    assert "PYTHONDONTWRITEBYTECODE" in startup.markdown(report)
+    assert "PYTHONDONTWRITEBYTECODE" not in startup.markdown({**report, "bytecode_cache": True})

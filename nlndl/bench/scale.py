@@ -90,7 +90,8 @@ def run_nlndl(
         process = subprocess.Popen([*launcher, *args], stdout=out, stderr=err, env=env)
         deadline = None if timeout is None else start + timeout
         while True:
-            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            # without a timeout, waited for as it ends (polling would add up to a poll's interval to its time)
+            pid, status, usage = os.wait4(process.pid, 0 if deadline is None else os.WNOHANG)
             if pid:
                 break
             if deadline is not None and time.perf_counter() > deadline:

@@ -43,7 +43,14 @@ def measure(
             {"task": name, "floor": floor, "train": train, "floor_median": low, "train_median": whole,
              "ratio": whole / low, "solved": solved}
         )  # fmt: skip
-    return {"repeats": repeats, "python": sys.version.split()[0], "rows": rows}
+    return {"repeats": repeats, "python": sys.version.split()[0], "bytecode_cache": bytecode_cache(), "rows": rows}
+
+
+def bytecode_cache() -> bool:
+    """Whether the processes measured keep compiled modules (``__pycache__``): where ``PYTHONDONTWRITEBYTECODE``
+    is set, every run compiles nlndl's own modules again, which the floor (torch's and clingo's, installed
+    compiled) never pays."""
+    return not sys.flags.dont_write_bytecode
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -56,4 +63,5 @@ def markdown(report: dict[str, Any]) -> str:
             f"| {row['task']} | {row['floor_median']:.2f} | {row['train_median']:.2f} | {row['ratio']:.2f} | "
             f"{'yes' if row['solved'] else 'NO'} |"
         )
-    return "\n".join(lines) + f"\n\n{report['repeats']} runs of each, alternating, each a fresh process"
+    cache = "" if report.get("bytecode_cache", True) else "; PYTHONDONTWRITEBYTECODE set: nlndl compiled at every run"
+    return "\n".join(lines) + f"\n\n{report['repeats']} runs of each, alternating, each a fresh process{cache}"
