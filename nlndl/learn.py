@@ -219,14 +219,21 @@ class Learner:
         """Between checks: the first restart by loss whose crisp program gets every example right on the
         compiled substitutions (one batched crisp pass) and whose rules, simplified, clingo verifies, as a
         check would take it; None otherwise, the learner as it was. Only where a check takes the first such
-        program: no noise allowance, no clause pool, no subgraph, one process (a check's other work, and the
-        trainer's at a check, wait for the check)."""
-        if self.allowance.total or self.config.clauses or self.program.whole or model.collective.size > 1:
+        program: no noise allowance, no clause pool, no subgraph (a check's other work, and the trainer's at a
+        check, wait for the check). With several processes, every one runs the crisp pass on its shard and the
+        leader scores, as at a check."""
+        if self.allowance.total or self.config.clauses or self.program.whole:
             return None
-        missed, derived = self.mistakes(model)
-        right = torch.nonzero(missed + derived == 0).flatten().tolist()
-        if not right:
+        missed, derived = self.mistakes(model)  # the totals over every process's shard
+        right = set(torch.nonzero(missed + derived == 0).flatten().tolist())
+        if not right:  # the same on every process: none goes on to decide
             return None
+        winner = self.first_right(model, losses, right) if model.collective.leader else None
+        return model.collective.decide(winner)
+
+    def first_right(self, model: ForwardChainer, losses: torch.Tensor, right: set[int]) -> int | None:
+        """The scoring half of :meth:`peek`, on the leader: of the ``right`` restarts by loss, the first whose
+        simplified rules clingo verifies."""
         order = torch.argsort(torch.nan_to_num(losses, nan=float("inf"))).tolist()  # by loss, as check scores
         for restart in (r for r in order if r in right):
             rules = self.rules(model, restart)
