@@ -21,10 +21,10 @@ Step = tuple[str, bool]  # a body atom's relation, and whether the walk reads it
 MAX_WALKS = 20_000_000  # entries of one step's walks; past it the rule is left to the evaluator
 
 
-def path_of(head_args: tuple, body: Iterable) -> list[Step] | None:
-    """The steps of a path rule from the head's first variable to its second (see the module docstring), or
-    None where the rule is no such path: constants, negation, ``_``, an atom that is not binary, a variable
-    met twice along the way, or atoms off the path."""
+def binary_over_variables(head_args: tuple, body: Iterable) -> tuple[str, str, list] | None:
+    """The head's two variables and the body's atoms, where the head is of two different variables and the
+    body of positive binary atoms over variables (no ``_``, no constant); else None: what the sorted joins
+    decide (:func:`path_of`, :func:`conjunction_of`)."""
     if len(head_args) != 2 or any(kind != "v" for kind, _ in head_args):
         return None
     first, last = (v for _, v in head_args)
@@ -34,6 +34,17 @@ def path_of(head_args: tuple, body: Iterable) -> list[Step] | None:
     for atom in atoms:
         if atom.negated or len(atom.args) != 2 or any(kind != "v" or v == "_" for kind, v in atom.args):
             return None
+    return first, last, atoms
+
+
+def path_of(head_args: tuple, body: Iterable) -> list[Step] | None:
+    """The steps of a path rule from the head's first variable to its second (see the module docstring), or
+    None where the rule is no such path: constants, negation, ``_``, an atom that is not binary, a variable
+    met twice along the way, or atoms off the path."""
+    binary = binary_over_variables(head_args, body)
+    if binary is None:
+        return None
+    first, last, atoms = binary
     steps: list[Step] = []
     at, seen, left = first, {first}, list(range(len(atoms)))
     while left:
@@ -161,15 +172,10 @@ def conjunction_of(head_args: tuple, body: Iterable) -> list | None:
     """The atoms of a body that :meth:`PathJoin.conjunction` decides: a head of two different variables, and
     positive binary atoms over variables (no ``_``), each sharing a variable with the head or with another
     such atom (none a condition apart from the head's, which the evaluator decides once); else None."""
-    if len(head_args) != 2 or any(kind != "v" for kind, _ in head_args):
+    binary = binary_over_variables(head_args, body)
+    if binary is None:
         return None
-    first, last = (v for _, v in head_args)
-    atoms = list(body)
-    if first == last or "_" in (first, last) or not atoms:
-        return None
-    for atom in atoms:
-        if atom.negated or len(atom.args) != 2 or any(kind != "v" or v == "_" for kind, v in atom.args):
-            return None
+    first, last, atoms = binary
     reached, left = {first, last}, list(atoms)
     while left:
         touching = [a for a in left if {v for _, v in a.args} & reached]
