@@ -89,33 +89,51 @@ class PathJoin:
             self.keys[step, width] = sorted_unique(sources * width + targets)
         return self.keys[step, width]
 
+    def _width(self, asked: np.ndarray, steps: Iterable[Step]) -> int | None:
+        """One more than the largest entity of the asked pairs and the steps' facts: the width of (entity,
+        entity) keys; None where an entity is negative or such keys would not fit in 64 bits."""
+        pairs = [self._pairs(step) for step in steps]
+        columns = [asked.ravel(), *(a for pair in pairs for a in pair if a.size)]
+        if min(int(c.min()) for c in columns) < 0:
+            return None
+        width = max(int(c.max()) for c in columns) + 1
+        return None if width >= 2**31 else width
+
+    def _walk(self, step: Step, at: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """Per entity of ``at``, how many of the step's facts leave it, and the entities they reach, entity by
+        entity; None where they would pass :data:`MAX_WALKS`."""
+        sources, targets = self._pairs(step)
+        lo = np.searchsorted(sources, at, side="left")
+        counts = np.searchsorted(sources, at, side="right") - lo
+        if int(counts.sum()) > MAX_WALKS:
+            return None
+        return counts, targets[ranges(lo, counts)]
+
+    def _holds(self, step: Step, width: int, probe: np.ndarray) -> np.ndarray:
+        """Per key of ``probe`` (source * width + target), whether it is one of the step's facts."""
+        keys = self._keys(step, width)
+        found = np.searchsorted(keys, probe)
+        hit = found < keys.size
+        hit[hit] = keys[found[hit]] == probe[hit]
+        return hit
+
     def derived(self, steps: list[Step], asked: np.ndarray) -> np.ndarray | None:
         """Of the asked (head, tail) pairs (an (m, 2) int64 array), a mask of those the path derives; None where
         a step's walks would pass :data:`MAX_WALKS` or the keys would not fit in 64 bits."""
         m = asked.shape[0]
         if not m:
             return np.zeros(0, dtype=bool)
-        pairs = [self._pairs(step) for step in steps]
-        columns = [asked.ravel(), *(a for pair in pairs for a in pair if a.size)]
-        if min(int(c.min()) for c in columns) < 0:
-            return None
-        width = max(int(c.max()) for c in columns) + 1
-        if width >= 2**31 or m >= 2**31:  # (asked atom, entity) and (entity, entity) keys in 64 bits
+        width = self._width(asked, steps)
+        if width is None or m >= 2**31:  # (asked atom, entity) and (entity, entity) keys in 64 bits
             return None
         query, node = np.arange(m, dtype=np.int64), asked[:, 0].copy()
-        for sources, targets in pairs[:-1]:
-            lo = np.searchsorted(sources, node, side="left")
-            counts = np.searchsorted(sources, node, side="right") - lo
-            total = int(counts.sum())
-            if total > MAX_WALKS:
+        for step in steps[:-1]:
+            walked = self._walk(step, node)
+            if walked is None:
                 return None
-            walked = sorted_unique(np.repeat(query, counts) * width + targets[ranges(lo, counts)])
-            query, node = np.divmod(walked, width)
-        keys = self._keys(steps[-1], width)
-        probe = node * width + asked[query, 1]
-        found = np.searchsorted(keys, probe)
-        hit = found < keys.size
-        hit[hit] = keys[found[hit]] == probe[hit]
+            counts, reached = walked
+            query, node = np.divmod(sorted_unique(np.repeat(query, counts) * width + reached), width)
+        hit = self._holds(steps[-1], width, node * width + asked[query, 1])
         out = np.zeros(m, dtype=bool)
         out[query[hit]] = True
         return out
@@ -132,12 +150,8 @@ class PathJoin:
         m = asked.shape[0]
         if not m:
             return np.zeros(0, dtype=bool)
-        pairs = {step: self._pairs(step) for step in ((a.predicate, False) for a in atoms)}
-        columns = [asked.ravel(), *(a for pair in pairs.values() for a in pair if a.size)]
-        if min(int(c.min()) for c in columns) < 0:
-            return None
-        width = max(int(c.max()) for c in columns) + 1
-        if width >= 2**31:
+        width = self._width(asked, [(a.predicate, False) for a in atoms])
+        if width is None:
             return None
         (_, x), (_, y) = head_args
         query, bound = np.arange(m, dtype=np.int64), {x: asked[:, 0].copy(), y: asked[:, 1].copy()}
@@ -148,21 +162,16 @@ class PathJoin:
             left.remove(atom)
             (_, first), (_, second) = atom.args
             if both:  # a membership test of (first, second) among the atom's facts
-                keys = self._keys((atom.predicate, False), width)
-                probe = bound[first] * width + bound[second]
-                found = np.minimum(np.searchsorted(keys, probe), max(keys.size - 1, 0))
-                keep = keys[found] == probe if keys.size else np.zeros(probe.size, dtype=bool)
+                keep = self._holds((atom.predicate, False), width, bound[first] * width + bound[second])
                 query, bound = query[keep], {v: values[keep] for v, values in bound.items()}
                 continue
             backwards = second in bound  # p(A, Y) with Y bound: read from Y back to A
-            sources, targets = self._pairs((atom.predicate, backwards))
-            at = bound[second if backwards else first]
-            lo = np.searchsorted(sources, at, side="left")
-            counts = np.searchsorted(sources, at, side="right") - lo
-            if int(counts.sum()) > MAX_WALKS:
+            walked = self._walk((atom.predicate, backwards), bound[second if backwards else first])
+            if walked is None:
                 return None
+            counts, reached = walked
             query, bound = np.repeat(query, counts), {v: np.repeat(values, counts) for v, values in bound.items()}
-            bound[first if backwards else second] = targets[ranges(lo, counts)]
+            bound[first if backwards else second] = reached
         out = np.zeros(m, dtype=bool)
         out[query] = True
         return out
