@@ -228,18 +228,19 @@ def paths_per_pair(keys: np.ndarray, paths: int, pairs: int) -> tuple[np.ndarray
 def three_atom_paths(edges: Edges, heads: np.ndarray, tails: np.ndarray) -> dict[tuple[int, int, int], int]:
     """The paths (i, j, l) of three atoms that join some pair (heads[k], tails[k]), with the number of pairs
     each joins (:func:`joined_paths` as a dictionary)."""
-    k = edges.atoms
     codes, many = joined_paths(edges, heads, tails)
-    keys = zip((codes // (k * k)).tolist(), (codes // k % k).tolist(), (codes % k).tolist(), strict=True)
-    return dict(zip(keys, many.tolist(), strict=True))
+    return dict(zip(decoded(codes, edges.atoms), many.tolist(), strict=True))
 
 
 def most_joined(edges: Edges, heads: np.ndarray, tails: np.ndarray, count: int) -> list[tuple[int, int, int]]:
     """The ``count`` paths of three atoms that join the most of the pairs (ties: the first paths), in path order."""
-    k = edges.atoms
     codes, many = joined_paths(edges, heads, tails)
-    chosen = np.sort(codes[np.lexsort((codes, -many))[:count]])
-    return list(zip((chosen // (k * k)).tolist(), (chosen // k % k).tolist(), (chosen % k).tolist(), strict=True))
+    return decoded(np.sort(codes[np.lexsort((codes, -many))[:count]]), edges.atoms)
+
+
+def decoded(codes: np.ndarray, k: int) -> list[tuple[int, int, int]]:
+    """The paths (i, j, l) of :func:`joined_paths`' codes (i k + j) k + l."""
+    return list(zip((codes // (k * k)).tolist(), (codes // k % k).tolist(), (codes % k).tolist(), strict=True))
 
 
 def joined_paths(edges: Edges, heads: np.ndarray, tails: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
