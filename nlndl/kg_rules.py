@@ -45,7 +45,7 @@ from nlndl.defaults import (
 from nlndl.distributed import gather, process_rank, share
 from nlndl.errors import JobError
 from nlndl.learn import LearnConfig, LearnResult, fit, learn
-from nlndl.pairs import canonical, entries, member
+from nlndl.pairs import member, nonzero_keys
 from nlndl.paths import boolean
 from nlndl.ranking import Aggregate, Classed, Ranker, by_class, combined, popularity
 from nlndl.runtime.budget import BudgetError
@@ -336,12 +336,8 @@ def raise_floor(best: np.ndarray, known: np.ndarray, rule: paths.PathRule) -> No
 
 
 def _hits(known: np.ndarray, pairs: sparse.csr_matrix) -> np.ndarray:
-    """Per key of ``known`` (:func:`known_keys`), whether ``pairs`` holds that pair too."""
-    pairs = canonical(pairs)
-    held_rows, held_cols = entries(pairs)
-    positive = pairs.data > 0
-    width = pairs.shape[1]
-    return member(known, held_rows[positive] * width + held_cols[positive])
+    """Per key of ``known`` (:func:`known_keys`), whether ``pairs`` (0/1: a rule's) holds that pair too."""
+    return member(known, nonzero_keys(pairs))
 
 
 @dataclass
