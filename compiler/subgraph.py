@@ -1,4 +1,4 @@
-"""Training on a subgraph: a world cut down to the constants around a few positive examples.
+"""Training on a subgraph: a world cut down to the constants around a few of its examples.
 
 A recursive predicate over a connected world demands every pair of its atoms (each substitution reads atoms
 whose extra variable is any neighbour), so training cost grows with the square of the world whatever the
@@ -6,7 +6,9 @@ layout. Trained on the subgraph that a breadth-first search over the facts reach
 randomly drawn positive examples, the network sees a world of ``entities`` constants whose facts, examples
 and closed world are the whole world's restricted to them; the rules it finds are then verified on the
 whole world (kept by :func:`whole_world`), which never samples. Where they fail there, the subgraph is grown
-from the counterexamples (:func:`grow`): their constants, the paths between them and a few neighbours.
+from the counterexamples (:func:`grow`): their constants, the paths between them and a few neighbours. A
+predicate without ``.closed`` has examples only where given: its subgraph is drawn first around them, both
+kinds, with the paths that link each one's constants (:func:`around_given`).
 
 ``subgraph="auto"`` (:func:`auto_choice`) samples a world too large to train whole, down to
 :func:`auto_entities` constants, and (:func:`deep_recursion`) a small one whose recursion is deep over
@@ -36,6 +38,7 @@ from nlndl.defaults import SUBGRAPH_MIN as MIN_ENTITIES
 
 GROW_EXAMPLES = 8  # counterexamples whose constants one growth step adds (drawn with the seed)
 GROW_NEIGHBOURS = 4  # neighbours of each such constant added with it (the first by constant id)
+GIVEN_TRIED = 256  # given examples of each kind that a subgraph's first constants are chosen among (around_given)
 GROW_GRID = 4  # the most one growth step multiplies a world's grid (constants ** variables) by, past one example
 
 
@@ -196,6 +199,63 @@ def choose(
     return set(nodes[chosen].tolist())
 
 
+def connecting(graph, nodes: np.ndarray, args: tuple[int, ...], before: dict[int, np.ndarray]) -> list[int]:
+    """The node indices of a ground atom's constants and of a shortest path over the facts (``graph``, over
+    ``nodes``) between each two consecutive ones: what a derivation of the atom may read. ``before`` keeps each
+    source's breadth-first predecessors for the next call."""
+    from scipy.sparse.csgraph import breadth_first_order
+
+    index = np.searchsorted(nodes, np.array(args, dtype=np.int64))  # every constant of the world is a node
+    path = index.tolist()
+    for a, b in zip(index[:-1].tolist(), index[1:].tolist(), strict=True):
+        if a == b:
+            continue
+        if a not in before:
+            before[a] = breadth_first_order(graph, a, directed=False, return_predecessors=True)[1]
+        at = b
+        while at >= 0 and at != a:
+            path.append(at)
+            at = int(before[a][at])
+    return path
+
+
+def around_given(checked: Checked, world: GroundWorld, entities: int, rng: np.random.Generator) -> set[int]:
+    """The first constants of a subgraph where a learned predicate without ``.closed`` has examples only where
+    given: a positive and a negative example in turn, each time the one of its kind (of GIVEN_TRIED drawn)
+    whose constants and :func:`connecting` paths add the fewest, while ``entities`` are not passed. Drawn
+    around a few constants instead, such a subgraph holds a handful of the given examples, or only positives
+    (a same-generation task over 300 people: 2 of 180, both positive; this way 19). Only examples of two or
+    more constants, whose paths link them: a unary one's constant alone would come without the facts
+    around it (those are drawn as balls, by :func:`choose`)."""
+    closed = {name for name, _ in checked.sketch.closed}
+    given = [
+        (args, positive)
+        for name, args, positive, _ in world.examples
+        if name in checked.learned and name not in closed and len(args) > 1
+    ]
+    nodes = constants(world)
+    if not given or entities >= nodes.size:
+        return set()
+    graph = adjacency(world, nodes, set(checked.learned))
+    before: dict[int, np.ndarray] = {}
+    kinds = []
+    for kind in (True, False):
+        of_kind = [args for args, positive in given if positive == kind]
+        drawn = [of_kind[i] for i in rng.permutation(len(of_kind))[:GIVEN_TRIED].tolist()]
+        kinds.append([set(nodes[connecting(graph, nodes, args, before)].tolist()) for args in drawn])
+    chosen: set[int] = set()
+    turn = 0
+    while any(kinds):
+        pool = kinds[turn % 2] or kinds[(turn + 1) % 2]
+        turn += 1
+        needed = pool.pop(min(range(len(pool)), key=lambda i: len(pool[i] - chosen)))
+        if len(chosen | needed) <= entities:
+            chosen |= needed
+        elif len(chosen) >= entities:
+            break
+    return chosen
+
+
 def grow(
     checked: Checked, world: GroundWorld, kept: set[int], atoms: list[tuple[str, tuple[int, ...]]], seed: int
 ) -> set[int]:
@@ -206,8 +266,6 @@ def grow(
     counterexample, constants are added only while the grid (constants to the power of the learned
     predicates' most variables, what an iteration's cost follows) grows by at most GROW_GRID: a subgraph
     grows by steps, each asked for by rules that fail, rather than in one step to a world too large to train."""
-    from scipy.sparse.csgraph import breadth_first_order
-
     nodes = constants(world)
     graph = adjacency(world, nodes, set(checked.learned))
     rng = np.random.default_rng([seed, len(kept), len(atoms)])
@@ -226,16 +284,7 @@ def grow(
 
     paths = []
     for k, (_, args) in enumerate(drawn):
-        index = np.searchsorted(nodes, np.array(args, dtype=np.int64))  # every constant of the world is a node
-        path = index.tolist()
-        for a, b in zip(index[:-1].tolist(), index[1:].tolist(), strict=True):
-            if a == b:
-                continue
-            _, before = breadth_first_order(graph, a, directed=False, return_predecessors=True)
-            at = b
-            while at >= 0 and at != a:
-                path.append(at)
-                at = int(before[at])
+        path = connecting(graph, nodes, args, {})
         if k == 0 or int(inside.sum()) + sum(not inside[i] for i in set(path)) <= limit:
             add(path, whole=k == 0)  # a counterexample's constants come in whole or not at all
             paths.append(path)
@@ -259,6 +308,8 @@ def subgraph(
     those. ``around_landmarks``: drawn first from the :func:`landmarks`."""
     learned = set(checked.learned)
     origins = landmarks(world, learned) if around_landmarks else None
+    if not start and not around_landmarks:  # drawn, not grown; a deep recursion's is drawn from its base cases
+        start = around_given(checked, world, entities, rng)
     keep = choose(world, learned, entities, rng, start, origins)
     db = {name: {f for f in rel if all(c in keep for c in f)} for name, rel in world.db.items()}
     examples = [e for e in world.examples if all(c in keep for c in e[1])]

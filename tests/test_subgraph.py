@@ -75,6 +75,34 @@ def test_the_subgraph_is_drawn_with_the_seed(tree):
     assert len({frozenset(constants(s)) for s in range(5)}) > 1
 
 
+def test_a_subgraph_of_given_examples_holds_both_kinds(tmp_path):
+    """Without .closed a predicate's examples are only those given, sparse over a large world: the subgraph is
+    chosen around them, a positive and a negative in turn (compiler.subgraph.around_given), so that it holds
+    examples of both kinds where a ball around a few constants holds one or two."""
+    _, facts, _ = forest(200, seed=3)
+    parent = {c: p for p, c in (line.split("\t") for line in facts.splitlines())}
+
+    def ancestors(c: str) -> set[str]:
+        return {parent[c], *ancestors(parent[c])} if c in parent else set()
+
+    rng = np.random.default_rng(0)
+    people = [f"p{i}" for i in range(200)]
+    pos = [(a, c) for c in people for a in sorted(ancestors(c))]
+    pos = [pos[i] for i in rng.permutation(len(pos))[:40]]
+    neg = [(a, b) for a, b in (rng.choice(people, 2) for _ in range(200)) if a not in ancestors(b)][:40]
+    lines = [".decl parent(a: symbol, b: symbol)", ".input parent", ".decl ancestor(a: symbol, b: symbol)"]
+    lines += [".learn ancestor(vars=3, body=[parent, ancestor])"]
+    lines += [f'.pos ancestor("{a}", "{b}").' for a, b in pos] + [f'.neg ancestor("{a}", "{b}").' for a, b in neg]
+    (tmp_path / "sketch.dl").write_text("\n".join(lines) + "\n")
+    (tmp_path / "parent.facts").write_text(facts)
+    for seed in range(3):
+        program = compile_sketch(tmp_path / "sketch.dl", subgraph=20, seed=seed)
+        _, sub_pos, sub_neg, closed, _ = checked_worlds(program)[0]
+        assert not closed and program.whole[0].sampled == 20
+        assert len(sub_pos) >= 3 and len(sub_neg) >= 3, (seed, len(sub_pos), len(sub_neg))
+        assert program.whole[0].given == (len(sub_pos) + len(sub_neg), 80)
+
+
 def test_a_subgraph_as_large_as_the_world_is_the_world(tree):
     program, plain = compile_sketch(tree, subgraph=1000), compile_sketch(tree)
     np.testing.assert_array_equal(program.worlds[0].example_slots, plain.worlds[0].example_slots)

@@ -333,3 +333,16 @@ def test_deep_recursion_stays_whole_over_a_cycle_or_with_steps_given(tmp_path):
     the user gives are the user's: both keep the whole world."""
     assert not compile_sketch(number_line(tmp_path, 41, cyclic=True), subgraph="auto").whole
     assert not compile_sketch(number_line(tmp_path, 41), subgraph="auto", steps=41).whole
+
+
+def test_deep_recursion_with_given_examples_is_drawn_from_its_landmark(tmp_path):
+    """Given examples (no .closed) of a deep recursion: its subgraph is still the ball around 0 where the base
+    case lies, not the constants of given examples (compiler.subgraph.around_given, for other subgraphs)."""
+    lines = [".decl zero(x: number)", ".decl succ(x: number, y: number)", ".decl lt(x: number, y: number)"]
+    lines += ["zero(0)."] + [f"succ({i},{i + 1})." for i in range(40)] + [".learn lt(vars=3)"]
+    lines += [f".pos lt({i}, {i + 7})." for i in range(20, 33)] + [f".neg lt({i + 7}, {i})." for i in range(20, 33)]
+    (tmp_path / "lt.dl").write_text("\n".join(lines) + "\n")
+    grounded = ground_sketch(tmp_path / "lt.dl")
+    program = grounded.lower(subgraph="auto")
+    assert program.whole and program.whole[0].entities == 41
+    assert [grounded.symbols.value(c) for c in sorted(grounded.chosen[0])] == list(range(SUBGRAPH_DEEP))
