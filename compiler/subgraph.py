@@ -283,8 +283,9 @@ def grow(
         added.extend(new)
 
     paths = []
+    before: dict[int, np.ndarray] = {}
     for k, (_, args) in enumerate(drawn):
-        path = connecting(graph, nodes, args, {})
+        path = connecting(graph, nodes, args, before)
         if k == 0 or int(inside.sum()) + sum(not inside[i] for i in set(path)) <= limit:
             add(path, whole=k == 0)  # a counterexample's constants come in whole or not at all
             paths.append(path)
