@@ -8,6 +8,7 @@ accepted instead, the shortest description winning, and the result says how far 
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -18,6 +19,7 @@ import numpy as np
 import torch
 
 from nlndl.allowance import Allowance, cost, example_counts
+from nlndl.bounded import Unfinished, bounded, resident
 from nlndl.compiler.crisp import Rule
 from nlndl.compiler.diagnostics import size_text
 from nlndl.compiler.ir import CompiledProgram
@@ -44,6 +46,8 @@ from nlndl.verify import (
 )
 
 NOISE_CANDIDATES = 4  # with noise, new rule sets within the allowance scored per check (each simplified)
+CHECK_SECONDS = 60.0  # a check on the whole worlds may always take this long, within the time limit (ceilings)
+LATE_SECONDS = 10.0  # and this long past the time limit: the final report's check comes after it
 PRUNED_PER_CHECK = 2  # near-misses per check whose superfluous clauses are sought (a batched crisp pass per drop)
 
 
@@ -158,6 +162,7 @@ class Learner:
         config: LearnConfig,
         worlds: list[CheckedWorld] | None = None,
         counts: dict[bool, int] | None = None,
+        started: float | None = None,
     ) -> None:
         self.program, self.config = program, config
         self.worlds = checked_worlds(program) if worlds is None else worlds
@@ -178,6 +183,8 @@ class Learner:
         self.growing = config.grow is not None  # see Outgrown
         self.best_restart = 0  # the restart ``best`` was read from
         self.bettered = 0  # the check at which the best rules' accuracy last rose (see Outgrown)
+        self.started = time.perf_counter() if started is None else started  # what a whole check's ceiling reads
+        self.deadline: float | None = None  # the trainer's time limit (perf_counter), read at each check
 
     def mistakes(self, model: ForwardChainer) -> tuple[torch.Tensor, torch.Tensor]:
         """Per restart (on the CPU), the positive examples its crisp program misses and the negative ones it
@@ -201,6 +208,7 @@ class Learner:
         iterations."""
         threshold = self.config.threshold
         self.checks += 1
+        self.deadline = model.deadline
         finite = losses[torch.isfinite(losses)]
         self.losses.append(float(finite.min()) if finite.numel() else None)
         collective = model.collective
@@ -305,6 +313,8 @@ class Learner:
             if verified.mistakes <= allowed and self.program.whole:  # trained on subgraphs: the whole worlds judge
                 self.best, self.best_restart = (1.0 - verified.mistakes / max(examples, 1), simple, verified), restart
                 verified = self.whole_score(simple)
+                if verified.unchecked is not None:  # judged by no one: training goes on
+                    continue
                 allowance = Allowance.of_score(verified, self.config.noise)  # the whole worlds' share of each class
                 if self.growing and not verified.solved and not (allowed and allowance.admits(verified)):
                     raise Outgrown(verified)
@@ -408,11 +418,37 @@ class Learner:
         return rules, score if score is not None else self.derivations.score(rules)
 
     def whole_score(self, rules: list[Rule]) -> Score:
-        """``rules``' clingo score on the whole worlds of a program trained on subgraphs (each rule set once)."""
+        """``rules``' clingo score on the whole worlds of a program trained on subgraphs (each rule set once),
+        computed within :meth:`ceilings`; past them a score that says so (``unchecked``), never solved: rules
+        right on a subgraph can derive nearly every pair of a large world, whose grounding would hold the run
+        past its time limit and past Ctrl-C."""
         key = tuple(render(r) for r in rules)
         if key not in self.wholes:
-            self.wholes[key] = clingo_score(self.program, rules, whole=True)
+            worlds = checked_worlds(self.program, whole=True)  # decoded here once, not in each check's process
+            seconds, memory = self.ceilings()
+            try:
+                self.wholes[key] = bounded(lambda: clingo_score(self.program, rules, worlds=worlds), seconds, memory)
+            except Unfinished as exc:
+                allowed = f"as long as the training before it, at least {CHECK_SECONDS:.0f} s"
+                if self.deadline is not None:
+                    allowed += f", and {LATE_SECONDS:.0f} s at most past --time-limit"
+                self.wholes[key] = Score(
+                    unchecked=f"not checked on the whole world: clingo's check {exc} (a check may take {allowed}, "
+                    "within the memory limit)"
+                )
         return self.wholes[key]
+
+    def ceilings(self) -> tuple[float, int | None]:
+        """Seconds and bytes a check on the whole worlds may take: as long as training has taken so far, at least
+        ``CHECK_SECONDS``, but no later than the time limit (``LATE_SECONDS`` past it: the final report's check
+        comes after it); the memory limit less what this process holds (at least an eighth of it)."""
+        now = time.perf_counter()
+        seconds = max(CHECK_SECONDS, now - self.started)
+        if self.deadline is not None:
+            seconds = min(seconds, max(self.deadline - now, 0.0) + LATE_SECONDS)
+        limit = self.config.memory_limit
+        memory = None if limit is None else max(limit - resident(os.getpid()), limit // 8)
+        return seconds, memory
 
 
 def fit(
@@ -508,8 +544,8 @@ def learn(
     worlds = checked_worlds(program)
     if collective.size > 1:
         worlds = merged_worlds(worlds, collective.everyone(shard_examples(worlds)))
-    learner = Learner(program, config, worlds, model.example_counts)
     started = time.perf_counter()
+    learner = Learner(program, config, worlds, model.example_counts, started)
 
     def save() -> None:
         if not collective.leader:
@@ -540,7 +576,7 @@ def learn(
                 continue
             program, trainer = regrown
             model = trainer.model
-            learner = Learner(program, config, counts=model.example_counts)
+            learner = Learner(program, config, counts=model.example_counts, started=started)
             grown += 1
     if winner is None:
         save()

@@ -34,10 +34,11 @@ class Score:
     missed: list[str] = field(default_factory=list)  # positive examples not derived (the first MAX_LISTED)
     wrong: list[str] = field(default_factory=list)  # negative examples derived (the first MAX_LISTED)
     counterexamples: list[list[GroundAtom]] = field(default_factory=list, repr=False)  # per world, missed and wrong
+    unchecked: str | None = None  # why the program was not scored (a check stopped at its ceiling); counts all 0
 
     @property
     def solved(self) -> bool:
-        return self.true_positives == self.positives and self.false_positives == 0
+        return self.unchecked is None and self.true_positives == self.positives and self.false_positives == 0
 
     @property
     def precision(self) -> float:
@@ -55,7 +56,9 @@ class Score:
 
     def quality(self) -> str:
         """``precision P, recall R``, or where the program derives no example at all, that (a precision of
-        nothing derived is not a figure to print)."""
+        nothing derived is not a figure to print); where it was not scored, why."""
+        if self.unchecked is not None:
+            return self.unchecked
         if self.true_positives + self.false_positives == 0:
             return f"no example derived, recall {self.recall:.3f}"
         return f"precision {self.precision:.3f}, recall {self.recall:.3f}"

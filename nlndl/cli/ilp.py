@@ -257,7 +257,8 @@ def train_command(
                 f"derived): precision {score.precision:.3f}, recall {score.recall:.3f}, F1 {score.f1:.3f}"
             )
         elif not result.solved:
-            typer.echo(f"  best rules: {score.quality()} on the examples")
+            where = "" if score.unchecked is not None else " on the examples"
+            typer.echo(f"  best rules: {score.quality()}{where}")
             for count, kind, atoms in (
                 (score.false_negatives, "positive examples missed", score.missed),
                 (score.false_positives, "negative examples derived", score.wrong),
@@ -273,7 +274,7 @@ def train_command(
                         f"  {p}: {ir.repeats_left_out:,} candidate atoms that repeat a variable were left out; "
                         f"'.learn {p}(..., repeat=all)' adds them"
                     )
-            if score.true_positives == 0:
+            if score.true_positives == 0 and score.unchecked is None:
                 typer.echo(
                     "  no positive example was derived: a clause's atoms hold variables only, and its head's are "
                     "all different, so a rule that tests a constant or two equal arguments reads them through "
@@ -335,7 +336,11 @@ def check_command(
     fact_dir: FactDir = None,
     background: Background = None,
     memory_limit: Annotated[
-        str, typer.Option(help="Refuse sketches and rules files estimated to need more memory than this.")
+        str,
+        typer.Option(
+            help="Refuse sketches and rules files estimated to need more memory than this, and stop clingo's "
+            "check where it would."
+        ),
     ] = COMPILE_MEMORY,
 ) -> None:
     """Run rules on a sketch's worlds with clingo; report examples they get wrong. Exit 0 if none."""

@@ -130,9 +130,10 @@ def kg_train_command(
         if relation not in started:
             verdict = f"{verdict} (kept from the interrupted run)"
         score, ranked = learned.result.score, len(learned.clauses)
+        quality = score.quality() + (" on its training examples" if score.unchecked is None else "")
         typer.echo(
-            f"[{i + 1}/{count}] {relation}: {verdict} in {learned.seconds:.0f} s, {score.quality()} on its "
-            f"training examples; {ranked} clause{'' if ranked == 1 else 's'} with confidence"
+            f"[{i + 1}/{count}] {relation}: {verdict} in {learned.seconds:.0f} s, {quality}; "
+            f"{ranked} clause{'' if ranked == 1 else 's'} with confidence"
         )
         for rule, conf in learned.program:
             typer.echo(f"    {render(rule)}  % confidence {conf:.3f}")

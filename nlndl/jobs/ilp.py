@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nlndl import __version__
+from nlndl.bounded import Unfinished, bounded
 from nlndl.compiler import DEFAULT_MEMORY_LIMIT, check_options, compile_sketch, ground_sketch
 from nlndl.compiler.ir import CompiledProgram
 from nlndl.defaults import (
@@ -384,8 +385,14 @@ def check_rules(
     background: Sequence[Path] = (),
     memory_limit: int = DEFAULT_MEMORY_LIMIT,
 ) -> Score:
-    """Run a rules file on a sketch's worlds with clingo: the examples they get right and wrong."""
+    """Run a rules file on a sketch's worlds with clingo: the examples they get right and wrong. clingo runs in
+    a child process (:mod:`nlndl.bounded`), stopped where it grows by more than ``memory_limit`` (a JobError),
+    and by Ctrl-C, which its grounding would not heed."""
     program = sketch
     if not isinstance(sketch, CompiledProgram):
         program = compile_program(sketch, fact_dir, background=background, memory_limit=memory_limit)
-    return clingo_score(program, read_rules(Path(rules), program, memory_limit=memory_limit))
+    checked = read_rules(Path(rules), program, memory_limit=memory_limit)
+    try:
+        return bounded(lambda: clingo_score(program, checked), None, memory_limit)
+    except Unfinished as exc:
+        raise JobError(f"{rules}: error: clingo's check {exc} (--memory-limit)") from None
