@@ -509,6 +509,19 @@ def growth_text(before: CompiledProgram, after: CompiledProgram | str, score: Sc
     return f"the rules fail on the whole world ({wrong}): subgraph grown, {sizes}, {entries}"
 
 
+def reported(
+    best: tuple[list[Rule], Score], before: tuple[list[Rule], Score] | None, accepted: bool
+) -> tuple[list[Rule], Score]:
+    """The rules a run reports: its best ones (the accepted ones where it was solved or accepted), or where it
+    ends neither, ``before`` (of the rules whose counterexamples grew its subgraph, those with the fewest
+    mistakes on the whole worlds) where they get more examples right there or the best could not be checked."""
+    if accepted or before is None:
+        return best
+    if best[1].unchecked is not None or before[1].mistakes < best[1].mistakes:
+        return before
+    return best
+
+
 def learn(
     program: CompiledProgram,
     config: LearnConfig | None = None,
@@ -582,10 +595,10 @@ def learn(
         save()
     result = None
     if collective.leader:
-        rules, score = learner.best_rules(model)
-        solved = winner is not None and score.solved
-        if not solved and before is not None and before[1].mistakes < score.mistakes:
-            rules, score = before  # a run that ends unsolved reports the best rules of any subgraph
+        best = learner.best_rules(model)
+        solved = winner is not None and best[1].solved
+        accepted = solved or learner.accepted is not None
+        rules, score = reported(best, before, accepted)
         result = LearnResult(
             solved=solved,
             rules=rules,
@@ -599,7 +612,7 @@ def learn(
             renewed=trainer.state.renewed,
             balanced=trainer.state.balanced,
             spent_balanced=trainer.state.spent_balanced,
-            accepted=solved or learner.accepted is not None,
+            accepted=accepted,
             noise=config.noise,
             clauses=list(learner.clauses),
             validation=validation_score(program, rules) if config.validation else None,

@@ -305,6 +305,28 @@ def test_a_run_that_ends_unsolved_after_growing_reports_the_best_rules_of_any_su
     assert stopped.score.mistakes == sum(int(n) for n in counts), (said, stopped.rule_texts())
 
 
+def test_a_run_reports_its_accepted_rules_over_those_that_grew_its_subgraph():
+    """Rules that grew the subgraph may get fewer examples of the whole world right than the rules a run ends
+    with; they are its result only where it ends neither solved nor accepted (or the last rules went
+    unchecked): an accepted program is reported as accepted, never rules outside the allowance."""
+    from nlndl.compiler.crisp import BodyAtom, Rule
+    from nlndl.learn import reported
+    from nlndl.verify import Score
+
+    def rules(p: str) -> list[Rule]:
+        return [Rule("t", (("v", "A"), ("v", "B")), (BodyAtom(p, (("v", "A"), ("v", "B"))),))]
+
+    last = (rules("edge"), Score(positives=12, negatives=277, true_positives=12, false_positives=9))
+    grew = (rules("link"), Score(positives=12, negatives=277, true_positives=7, false_positives=0))
+    assert reported(last, grew, accepted=True) is last
+    assert reported(last, grew, accepted=False) is grew
+    assert reported(last, None, accepted=False) is last
+    unchecked = (rules("edge"), Score(unchecked="not checked on the whole world: ..."))
+    assert reported(unchecked, grew, accepted=False) is grew
+    worse = (rules("link"), Score(positives=12, negatives=277, true_positives=2, false_positives=0))
+    assert reported(last, worse, accepted=False) is last
+
+
 def number_line(root: Path, n: int, cyclic: bool = False) -> Path:
     """``odd(X)`` over zero/1 and succ/2 on 0..n-1 (a closed world), as the bundled odd on a longer line;
     ``cyclic``: succ(n-1, 0) closes the line into a cycle."""
