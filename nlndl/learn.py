@@ -327,7 +327,7 @@ class Learner:
         if self.best is not None and (before is None or self.best[0] > before):
             self.bettered = self.checks
         stalled = self.checks - self.bettered >= self.config.train.patience / self.every
-        if self.growing and not allowed and self.best is not None and stalled:
+        if self.growing and self.accepted is None and self.best is not None and stalled:
             winner = self.outgrown()
             if winner is not None:
                 return winner
@@ -342,13 +342,18 @@ class Learner:
         return None
 
     def outgrown(self) -> int | None:
-        """Training has stalled on a subgraph: the best rules' restart where they hold on the whole worlds (the
-        subgraph lacked facts they need), simplified there as a winner is, else :class:`Outgrown` with their
-        counterexamples there."""
+        """Training has stalled on a subgraph, with no rules accepted: the best rules' restart where they hold on
+        the whole worlds (the subgraph lacked facts they need), simplified there as a winner is; with noise,
+        accepted where the whole worlds' allowance admits them (the run goes on as after any acceptance);
+        else :class:`Outgrown` with their counterexamples there."""
         assert self.best is not None
         self.bettered = self.checks  # once per stall
         rules = self.best[1]
         score = self.whole_score(rules)
+        noise = self.config.noise
+        if noise and score.unchecked is None and Allowance.of_score(score, noise).admits(score):
+            self.accept(self.best_restart, rules, score)
+            return None
         if score.solved:
             simple = simplify(rules, lambda trial: self.whole_score(trial).solved)
             self.best = (1.0, simple, self.whole_score(simple))

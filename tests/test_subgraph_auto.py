@@ -305,6 +305,20 @@ def test_a_run_that_ends_unsolved_after_growing_reports_the_best_rules_of_any_su
     assert stopped.score.mistakes == sum(int(n) for n in counts), (said, stopped.rule_texts())
 
 
+def test_training_stalled_on_a_subgraph_under_noise_grows_it_too(tmp_path):
+    """As without noise: with --noise, where no rules are accepted and the best have stalled, their
+    counterexamples on the whole world grow the subgraph (every other node: no edge in it), and the two-edge
+    rule is learned and accepted."""
+    from dataclasses import replace
+
+    from nlndl.learn import learn
+
+    program, config = stalled_subgraph(tmp_path, ["n0", "n2", "n4", "n6"])
+    result = learn(program, replace(config, noise=0.1))
+    assert result.accepted and result.grown >= 1, (result.rule_texts(), result.score.quality())
+    assert result.rule_texts() == ["t(A, B) :- edge(A, C), edge(C, B)."] and result.score.mistakes == 0
+
+
 def test_a_run_reports_its_accepted_rules_over_those_that_grew_its_subgraph():
     """Rules that grew the subgraph may get fewer examples of the whole world right than the rules a run ends
     with; they are its result only where it ends neither solved nor accepted (or the last rules went
