@@ -76,10 +76,14 @@ class Grounded:
         subgraph: int | str | None = None,
         shard: tuple[int, int] = (0, 1),
         grown: list[set[int]] | None = None,
+        noisy: bool | None = None,
     ) -> CompiledProgram:
         """The compiled program (see :func:`compile_sketch`); ``grown``: per world, the constants of a grown
-        subgraph (compiler.subgraph.grow), trained on instead of a drawn one."""
+        subgraph (compiler.subgraph.grow), trained on instead of a drawn one; ``noisy``: whether the examples'
+        labels may be wrong (training's --noise; None: whether the sketch says ``.noise``), which a drawn
+        subgraph's sample of the given examples must not favour (compiler.subgraph.around_given)."""
         checked, worlds = self.checked, self.worlds
+        noisy = bool(self.sketch.noise) if noisy is None else noisy
         around_landmarks = False
         if subgraph == "auto" and grown is None:
             choice = auto_choice(checked, worlds)
@@ -90,16 +94,16 @@ class Grounded:
                 else:
                     steps = whole_steps
             if choice == "whole":
-                return self.lower(steps, seed, layout, None, shard)
+                return self.lower(steps, seed, layout, None, shard, noisy=noisy)
             if choice == "try":
                 try:
-                    program = self.lower(steps, seed, layout, None, shard)
+                    program = self.lower(steps, seed, layout, None, shard, noisy=noisy)
                     if program.summary()["index_entries"] * program.steps <= SUBGRAPH_WORK:
                         return program
                 except CompileError:  # refused whole (memory): a subgraph instead
                     pass
             subgraph = min(auto_entities(checked), SUBGRAPH_DEEP) if choice == "deep" else auto_entities(checked)
-        self.options = {"steps": steps, "seed": seed, "layout": layout}
+        self.options = {"steps": steps, "seed": seed, "layout": layout, "noisy": noisy}
         diags = Diagnostics(sources=dict(self.sources))
         whole = []
         if subgraph is not None or grown is not None:
@@ -108,7 +112,13 @@ class Grounded:
             starts = grown or [set() for _ in worlds]
             parts = [
                 sample(
-                    checked, w, len(s) if grown else subgraph, np.random.default_rng([seed, i, 1]), s, around_landmarks
+                    checked,
+                    w,
+                    len(s) if grown else subgraph,
+                    np.random.default_rng([seed, i, 1]),
+                    s,
+                    around_landmarks,
+                    noisy,
                 )
                 for i, (w, s) in enumerate(zip(worlds, starts, strict=True))
             ]
@@ -199,6 +209,7 @@ def compile_sketch(
     layout: str = "auto",
     subgraph: int | str | None = None,
     shard: tuple[int, int] = (0, 1),
+    noisy: bool | None = None,
 ) -> CompiledProgram:
     """Compile the sketch at ``path`` (or given as :class:`SketchText` or as an ``ast.Sketch``), with the rules
     of each ``background`` program (for example one an earlier ``nlndl train`` wrote) added as background;
@@ -207,10 +218,11 @@ def compile_sketch(
     each world around drawn positive examples (compiler.subgraph), the whole worlds kept for verification;
     "auto": so where a world is large (:func:`~nlndl.compiler.subgraph.auto_choice`); ``shard`` (rank, size): one
     of ``size`` processes' share of the examples, with the atoms their substitutions read (a sharded training
-    run)."""
+    run); ``noisy``: whether the examples' labels may be wrong (None: whether the sketch says ``.noise``), which
+    a subgraph's sample of the given examples must not favour."""
     check_options(layout, subgraph, shard)
     grounded = ground_sketch(path, fact_dir, memory_limit, background)
-    return grounded.lower(steps, seed, layout, subgraph, shard)
+    return grounded.lower(steps, seed, layout, subgraph, shard, noisy=noisy)
 
 
 def check_options(layout: str, subgraph: int | str | None, shard: tuple[int, int]) -> None:

@@ -219,14 +219,20 @@ def connecting(graph, nodes: np.ndarray, args: tuple[int, ...], before: dict[int
     return path
 
 
-def around_given(checked: Checked, world: GroundWorld, entities: int, rng: np.random.Generator) -> set[int]:
+def around_given(
+    checked: Checked, world: GroundWorld, entities: int, rng: np.random.Generator, nearest: bool = True
+) -> set[int]:
     """The first constants of a subgraph where a learned predicate without ``.closed`` has examples only where
     given: a positive and a negative example in turn, each time the one of its kind (of GIVEN_TRIED drawn)
     whose constants and :func:`connecting` paths add the fewest, while ``entities`` are not passed. Drawn
     around a few constants instead, such a subgraph holds a handful of the given examples, or only positives
     (a same-generation task over 300 people: 2 of 180, both positive; this way 19). Only examples of two or
     more constants, whose paths link them: a unary one's constant alone would come without the facts
-    around it (those are drawn as balls, by :func:`choose`)."""
+    around it (those are drawn as balls, by :func:`choose`). With ``nearest`` False (labels that may be
+    wrong), each kind's examples are taken in the order drawn: the negative examples whose constants lie
+    nearest each other are disproportionately mislabelled positives (ancestor over 1,000 people with 5% of
+    each class flipped: 8 of the 17 negatives such a subgraph held), so the nearest would not be a sample
+    of the labels."""
     closed = {name for name, _ in checked.sketch.closed}
     given = [
         (args, positive)
@@ -248,9 +254,11 @@ def around_given(checked: Checked, world: GroundWorld, entities: int, rng: np.ra
     while any(kinds):
         pool = kinds[turn % 2] or kinds[(turn + 1) % 2]
         turn += 1
-        needed = pool.pop(min(range(len(pool)), key=lambda i: len(pool[i] - chosen)))
+        needed = pool.pop(min(range(len(pool)), key=lambda i: len(pool[i] - chosen)) if nearest else 0)
         if len(chosen | needed) <= entities:
             chosen |= needed
+        elif not nearest:  # the first that does not fit ends its kind: those that fit later are the nearest
+            pool.clear()
         elif len(chosen) >= entities:
             break
     return chosen
@@ -303,14 +311,16 @@ def subgraph(
     rng: np.random.Generator,
     start: set[int] | None = None,
     around_landmarks: bool = False,
+    noisy: bool = False,
 ) -> tuple[GroundWorld, set[int]]:
     """The world restricted to :func:`choose`'s constants (and the constants chosen): the facts (background
     closure included) and the examples whose constants all lie among them, over domains recomputed from
-    those. ``around_landmarks``: drawn first from the :func:`landmarks`."""
+    those. ``around_landmarks``: drawn first from the :func:`landmarks`; ``noisy``: the examples' labels may
+    be wrong (see :func:`around_given`)."""
     learned = set(checked.learned)
     origins = landmarks(world, learned) if around_landmarks else None
     if not start and not around_landmarks:  # drawn, not grown; a deep recursion's is drawn from its base cases
-        start = around_given(checked, world, entities, rng)
+        start = around_given(checked, world, entities, rng, nearest=not noisy)
     keep = choose(world, learned, entities, rng, start, origins)
     db = {name: {f for f in rel if all(c in keep for c in f)} for name, rel in world.db.items()}
     examples = [e for e in world.examples if all(c in keep for c in e[1])]

@@ -501,7 +501,10 @@ def learn_relation(
     located = f"<kg sketch of {target}>"
     try:
         source = SketchText(made.text, located, made.facts, made.parsed(located))
-        program = compile_sketch(source, seed=config.seed, subgraph=config.subgraph, memory_limit=config.memory_limit)
+        noisy = bool(config.noise)  # a subgraph's given examples drawn as a sample of the labels
+        program = compile_sketch(
+            source, seed=config.seed, subgraph=config.subgraph, memory_limit=config.memory_limit, noisy=noisy
+        )
     except CompileError as exc:  # located in the sketch kg_sketch wrote: said of the relation instead
         found = " ".join(d.message for d in exc.diagnostics.errors)
         raise JobError(f"{directory}: error: relation {target!r} (as nlndl kg sketch writes it): {found}") from None

@@ -265,7 +265,8 @@ def prepare_training(
     check_options(layout, subgraph, (collective.rank, collective.size))
     grounded = ground_sketch(sketch, Path(fact_dir) if fact_dir else None, memory_limit, tuple(background))
     subgraph = subgraph if collective.size == 1 else None  # auto: never with several processes
-    program = grounded.lower(steps, seed, layout, subgraph, (collective.rank, collective.size))
+    noisy = None if noise is None else noise > 0  # None: the sketch's .noise
+    program = grounded.lower(steps, seed, layout, subgraph, (collective.rank, collective.size), noisy=noisy)
     if collective.size > 1:  # every shard's warnings, each of its own examples, said by rank 0
         parts = collective.gather(program.warnings) or []
         program.warnings = list(dict.fromkeys(w for part in parts for w in part))
