@@ -105,3 +105,42 @@ def test_a_whole_world_check_past_its_ceiling_is_not_checked_and_not_solved(tmp_
     monkeypatch.setattr(learn, "CHECK_SECONDS", 600.0)  # the same rules given time: clingo's verdict
     done = Learner(program, LearnConfig(memory_limit=None)).whole_score(everything)
     assert done.unchecked is None and done.false_positives > 0 and not done.solved
+
+
+def test_sigterm_stops_nlndl_check_while_clingo_grounds(tmp_path: Path):
+    """nlndl check of rules whose grounding takes minutes (every pair of a 700-person tree, 700^3 ground
+    instances): SIGTERM ends it at once with exit 143 and a word on stderr, its clingo process gone."""
+    import subprocess
+    import sys
+
+    sketch, facts, _ = forest(700, seed=0)
+    (tmp_path / "sketch.dl").write_text(sketch)
+    (tmp_path / "parent.facts").write_text(facts)
+    (tmp_path / "rules.dl").write_text(
+        "ancestor(A, B) :- parent(A, B).\nancestor(A, B) :- ancestor(B, A).\n"
+        "ancestor(A, C) :- ancestor(A, B), ancestor(B, C).\n"
+    )
+    run = subprocess.Popen(
+        [sys.executable, "-m", "nlndl", "check", "rules.dl", "sketch.dl"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        time.sleep(6)  # compiled, and clingo grounding in its child process
+        run.send_signal(signal.SIGTERM)
+        out, err = run.communicate(timeout=60)
+    finally:
+        run.kill()
+    assert run.returncode == 143 and "interrupted" in err, (run.returncode, out[-500:], err[-500:])
+    assert "entailed" not in out  # stopped, not finished
+    assert not [pid for pid in Path("/proc").iterdir() if pid.name.isdigit() and cwd(pid) == tmp_path.resolve()]
+
+
+def cwd(pid: Path) -> Path | None:
+    """A process's working directory; None where it cannot be read (gone, or not ours)."""
+    try:
+        return (pid / "cwd").resolve(strict=True)
+    except OSError:
+        return None

@@ -26,7 +26,7 @@ from nlndl.defaults import (
     SUBGRAPH_WORK,
     TRAIN_MEMORY,
 )
-from nlndl.errors import NlndlError
+from nlndl.errors import NlndlError, Terminated
 from nlndl.output import OutputDir, check_writable, parse_size, write_json
 
 # what a value stands for in help, by parameter name (typer would show its Python type: <int range>, <str>)
@@ -125,7 +125,8 @@ def usage(message: str) -> NoReturn:
 
 def reported(command: Callable) -> Callable:
     """A command whose library errors (:class:`~nlndl.errors.NlndlError`: CompileError, JobError, OutputError,
-    BudgetError, CheckpointError; located messages) end in that message and exit 1."""
+    BudgetError, CheckpointError; located messages) end in that message and exit 1, and whose interrupts end in
+    "interrupted" and exit 130 (Ctrl-C) or 143 (SIGTERM), where typer would exit 130 from either, silently."""
 
     @functools.wraps(command)
     def run(*args, **kwargs):
@@ -133,6 +134,9 @@ def reported(command: Callable) -> Callable:
             return command(*args, **kwargs)
         except NlndlError as exc:
             fail(str(exc))
+        except KeyboardInterrupt as exc:
+            typer.echo("interrupted", err=True)
+            raise typer.Exit(143 if isinstance(exc, Terminated) else 130) from None
 
     return run
 
