@@ -24,7 +24,12 @@ POLL = 0.05  # seconds between two looks at the child's clock and memory
 
 
 class Unfinished(RuntimeError):
-    """The call was stopped at its ceiling; the message says which ceiling and where it stood."""
+    """The call was stopped at its ceiling; the message says which ceiling and where it stood, and ``timed``
+    whether it was the time's (a longer allowance may let it finish)."""
+
+    def __init__(self, message: str, timed: bool = False) -> None:
+        super().__init__(message)
+        self.timed = timed
 
 
 def forks() -> bool:
@@ -88,7 +93,7 @@ def _collect(pid: int, read: int, seconds: float | None, memory: int | None) -> 
             continue
         spent = time.perf_counter() - started
         if seconds is not None and spent > seconds:
-            raise Unfinished(f"stopped after {spent:.0f} s")
+            raise Unfinished(f"stopped after {spent:.0f} s", timed=True)
         grown = resident(pid) - base
         if memory is not None and grown > memory:
             raise Unfinished(f"stopped at {size_text(grown)} after {spent:.0f} s, past {size_text(memory)}")

@@ -171,6 +171,7 @@ class Learner:
         self.tried: set[tuple[str, ...]] = set()  # rule sets already scored
         self.counted: tuple[tuple[int, ...], tuple[torch.Tensor, torch.Tensor]] | None = None  # see mistakes
         self.wholes: dict[tuple[str, ...], Score] = {}  # see whole_score
+        self.timed: dict[tuple[str, ...], float] = {}  # rule sets whose whole check ran out of time: its seconds
         self.accepted: tuple[int, list[Rule], Score] | None = None  # restart, rules, clingo score; see accept
         self.checks, self.improved = 0, 0  # checks so far, and the one at which ``accepted`` last improved
         self.every = config.train.check_every
@@ -426,14 +427,19 @@ class Learner:
         """``rules``' clingo score on the whole worlds of a program trained on subgraphs (each rule set once),
         computed within :meth:`ceilings`; past them a score that says so (``unchecked``), never solved: rules
         right on a subgraph can derive nearly every pair of a large world, whose grounding would hold the run
-        past its time limit and past Ctrl-C."""
+        past its time limit and past Ctrl-C. A check stopped by time is run again when asked once its
+        allowance has doubled, so that right rules on a world whose check is long are verified at a later
+        stall or at the end, at most about twice their check's time lost."""
         key = tuple(render(r) for r in rules)
-        if key not in self.wholes:
+        seconds, memory = self.ceilings()
+        if key not in self.wholes or seconds >= 2 * self.timed.get(key, float("inf")):
             worlds = checked_worlds(self.program, whole=True)  # decoded here once, not in each check's process
-            seconds, memory = self.ceilings()
+            self.timed.pop(key, None)
             try:
                 self.wholes[key] = bounded(lambda: clingo_score(self.program, rules, worlds=worlds), seconds, memory)
             except Unfinished as exc:
+                if exc.timed:  # asked again once its allowance has doubled (training has gone on)
+                    self.timed[key] = seconds
                 allowed = f"as long as the training before it, at least {CHECK_SECONDS:.0f} s"
                 if self.deadline is not None:
                     allowed += f", and {LATE_SECONDS:.0f} s at most past --time-limit"
