@@ -52,7 +52,10 @@ class Allowance:
         return 2 * self.total + 2 if self.total else 0
 
     def admits(self, score: Score) -> bool:
-        return score.false_negatives <= self.missed and score.false_positives <= self.derived
+        """Whether ``score``'s mistakes of each class are within the allowance; never a score of a program that
+        was not checked (whose counts are all 0)."""
+        within = score.false_negatives <= self.missed and score.false_positives <= self.derived
+        return score.unchecked is None and within
 
 
 def size(rules: list[Rule]) -> int:

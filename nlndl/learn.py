@@ -352,7 +352,7 @@ class Learner:
         rules = self.best[1]
         score = self.whole_score(rules)
         noise = self.config.noise
-        if noise and score.unchecked is None and Allowance.of_score(score, noise).admits(score):
+        if noise and Allowance.of_score(score, noise).admits(score):
             self.accept(self.best_restart, rules, score)
             return None
         if score.solved:

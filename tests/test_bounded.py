@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from nlndl import learn
+from nlndl.allowance import Allowance
 from nlndl.bench.scale import forest
 from nlndl.bounded import Unfinished, bounded, forks
 from nlndl.compiler import compile_sketch
@@ -100,6 +101,7 @@ def test_a_whole_world_check_past_its_ceiling_is_not_checked_and_not_solved(tmp_
     assert learner.whole_score(right).solved
     score = learner.whole_score(everything)
     assert score.unchecked is not None and not score.solved
+    assert not Allowance.of_counts({True: 10, False: 10}, 0.5).admits(score)  # nor within any noise allowance
     assert score.quality().startswith("not checked on the whole world: clingo's check stopped after")
     assert no_child_left()
     monkeypatch.setattr(learn, "CHECK_SECONDS", 0.3)  # asked again before its allowance has doubled: as it was
