@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-import networkx as nx
-
 from nlndl.compiler import ast
 from nlndl.compiler.depgraph import Strata, build_graph, stratify
 from nlndl.compiler.diagnostics import CompileError, Diagnostics, Span
+from nlndl.compiler.graphs import descendants
 from nlndl.compiler.ir import AMALGAMATIONS
 from nlndl.defaults import MAX_NOISE, MAX_STEPS
 
@@ -432,7 +431,7 @@ class _Checker:
         reads = build_graph(edges + [(q, s.predicate, False) for s in self.out.learned.values() for q in s.body], [])
         for name, spec in self.out.learned.items():
             if spec.negation:
-                above = nx.descendants(reads, name) | {name} if name in reads else {name}
+                above = descendants(reads, name) | {name}
                 spec = self.out.learned[name] = replace(spec, negated=tuple(q for q in spec.body if q not in above))
             edges += [(q, spec.predicate, q in spec.negated) for q in spec.body]
         self.out.dependencies = sorted(set(edges))

@@ -11,10 +11,10 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-import networkx as nx
 import numpy as np
 
 from nlndl.compiler.depgraph import build_graph, stratify
+from nlndl.compiler.graphs import connected_components
 from nlndl.compiler.path_join import PathJoin, conjunction_of, path_of
 
 Arg = tuple[str, int | str]  # ("v", name) or ("c", constant id)
@@ -82,15 +82,14 @@ def _variables(atom: BodyAtom) -> set[str]:
 
 def _components(body: tuple[BodyAtom, ...]) -> list[list[int]]:
     """Body atoms grouped by shared variables (connected components), each in body order."""
-    graph = nx.Graph()
-    graph.add_nodes_from(range(len(body)))
+    shared: list[tuple[int, int]] = []
     owner: dict[str, int] = {}
     for i, atom in enumerate(body):
         for v in _variables(atom):
             if v in owner:
-                graph.add_edge(owner[v], i)
+                shared.append((owner[v], i))
             owner[v] = i
-    return sorted(sorted(c) for c in nx.connected_components(graph))
+    return connected_components(len(body), shared)
 
 
 def _bound_positions(atom: BodyAtom, bound: set[str] | dict[str, int]) -> tuple[int, ...]:

@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from itertools import combinations
 
-import networkx as nx
 import numpy as np
 
-from nlndl.compiler import depgraph
+from nlndl.compiler import depgraph, graphs
 from nlndl.compiler.check import Checked
 from nlndl.compiler.crisp import Database
 
@@ -45,17 +44,19 @@ def longest_chain(databases: Iterable[Database], skip: set[str]) -> int:
                 continue
             arity = len(next(iter(facts)))
             for i, j in combinations(range(arity), 2):
-                graph = nx.DiGraph((f[i], f[j]) for f in facts if f[i] != f[j])
+                graph: dict[object, set[object]] = {}
+                for f in facts:
+                    if f[i] != f[j]:
+                        graph.setdefault(f[j], set())
+                        graph.setdefault(f[i], set()).add(f[j])
                 if not graph:
                     continue
-                if nx.is_directed_acyclic_graph(graph):
-                    longest = max(longest, nx.dag_longest_path_length(graph))
-                else:
-                    longest = max(longest, longest_shortest_path(graph))
+                acyclic = graphs.longest_path_length(graph)
+                longest = max(longest, acyclic if acyclic is not None else longest_shortest_path(graph))
     return longest
 
 
-def longest_shortest_path(graph: nx.DiGraph) -> int:
+def longest_shortest_path(graph: dict[object, set[object]]) -> int:
     """The most links on a shortest path between two connected nodes, or from a node back to itself, by
     breadth-first search from every node (on graphs past ``MAX_SOURCES`` nodes or ``SEARCH_WORK``, from
     fewer, evenly spread: a lower bound there). An n-node cycle: n, where n - 1 undercounts a walk around it."""
@@ -63,10 +64,11 @@ def longest_shortest_path(graph: nx.DiGraph) -> int:
     from scipy.sparse.csgraph import shortest_path
 
     nodes = sorted(graph, key=str)
-    sources = min(MAX_SOURCES, max(16, SEARCH_WORK // (len(nodes) + graph.number_of_edges())))
+    edges = [(u, v) for u, out in graph.items() for v in out]
+    sources = min(MAX_SOURCES, max(16, SEARCH_WORK // (len(nodes) + len(edges))))
     index = {node: k for k, node in enumerate(nodes)}
-    tail = np.array([index[u] for u, _ in graph.edges], dtype=np.int64)
-    head = np.array([index[v] for _, v in graph.edges], dtype=np.int64)
+    tail = np.array([index[u] for u, _ in edges], dtype=np.int64)
+    head = np.array([index[v] for _, v in edges], dtype=np.int64)
     adjacency = csr_matrix((np.ones(len(tail)), (tail, head)), shape=(len(nodes), len(nodes)))
     picked = np.unique(np.linspace(0, len(nodes) - 1, min(sources, len(nodes))).astype(np.int64))
     longest = 0
