@@ -34,6 +34,7 @@ TRAIN_MEMORY = "8GiB"  # compiling or training estimated to need more is refused
 TRAIN_MEMORY_BYTES = 8 * 1024**3
 MAX_NOISE = 0.5  # --noise and .noise: at most half of each class may be wrong
 NOISE_PATIENCE = 200  # with --noise: iterations without a better candidate before training stops
+SLOW_HINT = 600.0  # seconds: a whole world whose iterations would take longer is told of --subgraph at 30 s
 
 # knowledge graphs (kg sketch, kg train, bench kg)
 KG_NEGATIVES = 2  # corrupted triples per positive

@@ -19,8 +19,15 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from nlndl.defaults import SLOW_HINT
+
 stderr = Console(stderr=True)
 LOG_EVERY = 30.0  # seconds between a training run's progress lines off a terminal
+
+
+def clock(seconds: float) -> str:
+    """A duration for a progress line: seconds under ten minutes, else minutes."""
+    return f"{seconds:.0f} s" if seconds < 600 else f"{seconds / 60:.0f} min"
 
 
 @contextmanager
@@ -59,15 +66,37 @@ def progress_bar(total: int, quiet: bool = False) -> Iterator[Callable[[str], No
 
 
 @contextmanager
-def training_bar(total: int, restarts: int, quiet: bool = False, time_limit: float | None = None) -> Iterator[Callable]:
+def training_bar(
+    total: int, restarts: int, quiet: bool = False, time_limit: float | None = None, faster: str | None = None
+) -> Iterator[Callable]:
     """Yield ``progress(state, losses)`` for the trainer: iteration, best loss, restarts replaced (off a
-    terminal, a line every ``LOG_EVERY`` seconds). The bar fills by whichever limit is nearer, ``total``
-    iterations or ``time_limit`` seconds. Its ``say(text)`` prints an event of the run (a grown subgraph) as
-    a line of its own, off a terminal with the time since training started."""
+    terminal, a line every ``LOG_EVERY`` seconds, with the most time left). The bar fills by whichever limit is
+    nearer, ``total`` iterations or ``time_limit`` seconds. Its ``say(text)`` prints an event of the run (a
+    grown subgraph) as a line of its own, off a terminal with the time since training started. ``faster``: an
+    option that would make the run faster, said once if after ``LOG_EVERY`` seconds the pace so far would take
+    the run past ``SLOW_HINT`` seconds."""
     if quiet:
         yield None
         return
     started = time.perf_counter()
+    hinted = faster is None
+
+    def most(state) -> float:
+        """Seconds the run would take at its pace so far, to its iteration limit or its time limit."""
+        whole = state.seconds / max(state.iteration, 1) * total
+        return min(whole, time_limit) if time_limit else whole
+
+    def hint(state, say: Callable[[str], None]) -> None:
+        nonlocal hinted
+        if hinted or state.seconds < LOG_EVERY or not state.iteration:
+            return
+        hinted = True
+        if most(state) > SLOW_HINT:
+            pace = state.seconds / state.iteration
+            say(
+                f"hint: at {pace:.2f} s an iteration on the whole world, {total:,} iterations take up to "
+                f"{most(state) / 60:.0f} min; {faster}"
+            )
 
     def describe(state, of: str = "") -> str:
         return (
@@ -84,24 +113,37 @@ def training_bar(total: int, restarts: int, quiet: bool = False, time_limit: flo
         last = 0.0
         limit = f", at most {time_limit:g} s" if time_limit else ""
 
+        def say(text: str) -> None:
+            print(f"[{time.perf_counter() - started:7.1f} s] {text}", file=sys.stderr, flush=True)
+
         def log(state, losses) -> None:
             nonlocal last
             if state.seconds - last >= LOG_EVERY:
                 last = state.seconds
-                print(f"[{state.seconds:7.1f} s] {describe(state, f'/{total}{limit}')}", file=sys.stderr, flush=True)
+                left = max(most(state) - state.seconds, 0.0)
+                print(
+                    f"[{state.seconds:7.1f} s] {describe(state, f'/{total}{limit}')}  at most {clock(left)} left",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                hint(state, say)
 
-        log.say = lambda text: print(f"[{time.perf_counter() - started:7.1f} s] {text}", file=sys.stderr, flush=True)
+        log.say = say
         yield log
         return
     columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn())
     with Progress(*columns, console=stderr, transient=True) as bar:
         task = bar.add_task("training", total=1.0)
 
+        def say(text: str) -> None:
+            bar.console.print(text, highlight=False, markup=False, soft_wrap=True)
+
         def progress(state, losses) -> None:
             if state.iteration % 10 == 0:
                 bar.update(task, completed=min(done(state), 1.0), description=describe(state))
+                hint(state, say)
 
-        progress.say = lambda text: bar.console.print(text, highlight=False, markup=False, soft_wrap=True)
+        progress.say = say
         yield progress
 
 

@@ -222,7 +222,7 @@ def train_command(
         warn([subgraph_line(part) for part in plan.program.summary()["subgraph"]])
         warn(plan.notes)
     try:
-        with training_bar(max_iters, plan.config.chain.restarts, not talk, time_limit) as progress:
+        with training_bar(max_iters, plan.config.chain.restarts, not talk, time_limit, plan.faster) as progress:
             run = plan.run(progress)
     except Interrupted as exc:
         typer.echo(str(exc), err=True)

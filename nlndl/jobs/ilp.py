@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from nlndl import __version__
 from nlndl.bounded import Unfinished, bounded
-from nlndl.compiler import DEFAULT_MEMORY_LIMIT, check_options, compile_sketch, ground_sketch
+from nlndl.compiler import DEFAULT_MEMORY_LIMIT, Grounded, check_options, compile_sketch, ground_sketch
 from nlndl.compiler.ir import CompiledProgram
 from nlndl.defaults import (
     CLASS_WEIGHTS,
@@ -113,6 +113,7 @@ class TrainPlan:
     record: dict
     notes: list[str] = field(default_factory=list)  # what was changed to fit the memory limit
     collective: Collective | None = None  # the processes sharing the examples under torchrun (None: alone)
+    faster: str | None = None  # a whole world's --subgraph, said where its iterations are slow (Prepared.faster)
 
     @property
     def leader(self) -> bool:
@@ -189,6 +190,7 @@ class Prepared:
     collective: Collective
     subgraph: int | str | None  # the --subgraph trained with (None under torchrun, which never samples one)
     background: list[Path]  # the background programs read
+    faster: str | None = None  # where --subgraph auto trained a world whole: the --subgraph that samples it
 
 
 def training_config(
@@ -304,7 +306,27 @@ def prepare_training(
         class_weight=class_weight, memory_limit=memory_limit, noise=noise, validation=validation,
         grow=grounded.grow if program.whole else None, collective=collective, origin=str(sketch),
     )  # fmt: skip
-    return Prepared(program, config, notes + fitted, collective, subgraph, background)
+    faster = None
+    if subgraph == "auto" and not program.whole:
+        faster = faster_subgraph(grounded)
+    return Prepared(program, config, notes + fitted, collective, subgraph, background, faster)
+
+
+def faster_subgraph(grounded: Grounded) -> str | None:
+    """For a sketch that ``--subgraph auto`` trains whole: the option that trains it on a subgraph of the size
+    auto would sample (compiler.subgraph.auto_entities), said where its largest world holds more constants."""
+    from nlndl.compiler.subgraph import auto_entities, constants
+
+    if not grounded.checked.learned:
+        return None
+    size = auto_entities(grounded.checked)
+    most = max((constants(w).size for w in grounded.worlds), default=0)
+    if most <= size:
+        return None
+    return (
+        f"--subgraph {size} trains on {size} of its {most:,} constants, grown from counterexamples until the "
+        "rules hold on the whole world"
+    )
 
 
 def plan_training(
@@ -357,7 +379,10 @@ def plan_training(
         "validation_fraction": prepared.config.validation,
         "processes": prepared.collective.size,
     }
-    return TrainPlan(sketch, program, stem, out, prepared.config, resume, record, prepared.notes, prepared.collective)
+    return TrainPlan(
+        sketch, program, stem, out, prepared.config, resume, record, prepared.notes, prepared.collective,
+        prepared.faster,
+    )  # fmt: skip
 
 
 def export_text(results: Path, dialect: str = "souffle") -> str:
