@@ -70,7 +70,7 @@ def training_bar(
     total: int, restarts: int, quiet: bool = False, time_limit: float | None = None, faster: str | None = None
 ) -> Iterator[Callable]:
     """Yield ``progress(state, losses)`` for the trainer: iteration, best loss, restarts replaced (off a
-    terminal, a line every ``LOG_EVERY`` seconds, with the most time left). The bar fills by whichever limit is
+    terminal, a line every ``LOG_EVERY`` seconds, with the time left at its pace). The bar fills by whichever limit is
     nearer, ``total`` iterations or ``time_limit`` seconds. Its ``say(text)`` prints an event of the run (a
     grown subgraph) as a line of its own, off a terminal with the time since training started. ``faster``: an
     option that would make the run faster, said once if after ``LOG_EVERY`` seconds the pace so far would take
@@ -122,7 +122,7 @@ def training_bar(
                 last = state.seconds
                 left = max(most(state) - state.seconds, 0.0)
                 print(
-                    f"[{state.seconds:7.1f} s] {describe(state, f'/{total}{limit}')}  at most {clock(left)} left",
+                    f"[{state.seconds:7.1f} s] {describe(state, f'/{total}{limit}')}  {clock(left)} left at this pace",
                     file=sys.stderr,
                     flush=True,
                 )

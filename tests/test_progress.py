@@ -21,7 +21,7 @@ def lines(capsys, total: int, paces: list[tuple[int, float]], time_limit=None, f
 
 def test_a_slow_whole_world_is_told_of_the_subgraph_once(capsys):
     err = lines(capsys, 4000, [(5, 10.0), (60, 30.0), (120, 60.0), (180, 90.0)])
-    assert "iter 60/4000  best loss" in err and "at most 33 min left" in err  # (4000 - 60) iterations at 0.5 s
+    assert "iter 60/4000  best loss" in err and "33 min left at this pace" in err  # (4000 - 60) iterations at 0.5 s
     assert err.count("hint:") == 1
     assert "at 0.50 s an iteration on the whole world, 4,000 iterations take up to 33 min; --subgraph 9 ..." in err
 
@@ -30,7 +30,7 @@ def test_no_hint_where_the_run_is_quick_or_bounded_or_nothing_is_faster(capsys):
     assert "hint:" not in lines(capsys, 4000, [(3000, 30.0), (6000, 60.0)])  # 40 s in all
     assert "hint:" not in lines(capsys, 4000, [(60, 30.0)], time_limit=300)  # the user's limit: 5 min
     assert "hint:" not in lines(capsys, 4000, [(60, 30.0)], faster=None)
-    assert "at most 270 s left" in lines(capsys, 4000, [(60, 30.0)], time_limit=300)
+    assert "270 s left at this pace" in lines(capsys, 4000, [(60, 30.0)], time_limit=300)
 
 
 def test_the_faster_subgraph_is_auto_s_size_where_the_world_is_larger(tmp_path):
