@@ -57,8 +57,12 @@ def with_metavars(params: list) -> list:
 
 
 def _choice(param) -> bool:  # noqa: ANN001 (a typer parameter)
-    """Whether ``param`` takes one of an enumeration's values (help lists them)."""
-    annotation = param.type_descriptor.annotation
+    """Whether ``param`` takes one of an enumeration's values (help lists them): typer 0.29 keeps the annotation
+    (``type_descriptor``), earlier ones make the parameter's type a ``Choice``."""
+    descriptor = getattr(param, "type_descriptor", None)
+    if descriptor is None:
+        return type(getattr(param, "type", None)).__name__ == "Choice"
+    annotation = descriptor.annotation
     for kind in (annotation, *getattr(annotation, "__args__", ())):
         if isinstance(kind, type) and issubclass(kind, Enum):
             return True
