@@ -148,3 +148,33 @@ def cwd(pid: Path) -> Path | None:
         return (pid / "cwd").resolve(strict=True)
     except OSError:
         return None
+
+
+def test_nlndl_check_stops_at_its_time_limit(tmp_path: Path):
+    """nlndl check --time-limit of rules whose grounding takes minutes: a located error and exit 1 soon after the
+    limit, no result printed; the same rules on a small tree are checked within it."""
+    import subprocess
+    import sys
+
+    rules = (
+        "ancestor(A, B) :- parent(A, B).\nancestor(A, B) :- ancestor(B, A).\n"
+        "ancestor(A, C) :- ancestor(A, B), ancestor(B, C).\n"
+    )
+    for people, limit in ((700, "3"), (30, "60")):
+        sketch, facts, _ = forest(people, seed=0)
+        (tmp_path / "sketch.dl").write_text(sketch)
+        (tmp_path / "parent.facts").write_text(facts)
+        (tmp_path / "rules.dl").write_text(rules)
+        run = subprocess.run(
+            [sys.executable, "-m", "nlndl", "check", "rules.dl", "sketch.dl", "--time-limit", limit],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if people == 700:
+            assert run.returncode == 1, (run.stdout[-500:], run.stderr[-500:])
+            assert "rules.dl: error: clingo's check stopped after" in run.stderr and "(--time-limit)" in run.stderr
+            assert "entailed" not in run.stdout
+        else:
+            assert "entailed" in run.stdout and "error" not in run.stderr, run.stderr[-500:]

@@ -342,6 +342,10 @@ def check_command(
             "check where it would."
         ),
     ] = COMPILE_MEMORY,
+    time_limit: Annotated[
+        float | None,
+        typer.Option(min=0.0, callback=finite, help="Stop clingo's check after this many seconds (a located error)."),
+    ] = None,
 ) -> None:
     """Run rules on a sketch's worlds with clingo; report examples they get wrong. Exit 0 if none."""
     from nlndl.jobs import ilp as ilp_jobs
@@ -349,7 +353,7 @@ def check_command(
     limit = size_option(memory_limit)
     program = ilp_jobs.compile_program(sketch, fact_dir, background=background or (), memory_limit=limit)
     warn(program.warnings)
-    score = ilp_jobs.check_rules(rules, program, memory_limit=limit)
+    score = ilp_jobs.check_rules(rules, program, memory_limit=limit, time_limit=time_limit)
     typer.echo(
         f"{rules}: {score.true_positives}/{score.positives} positive examples entailed, "
         f"{score.false_positives}/{score.negatives} negative examples entailed (clingo)"

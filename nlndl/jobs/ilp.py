@@ -410,15 +410,17 @@ def check_rules(
     fact_dir: Path | None = None,
     background: Sequence[Path] = (),
     memory_limit: int = DEFAULT_MEMORY_LIMIT,
+    time_limit: float | None = None,
 ) -> Score:
     """Run a rules file on a sketch's worlds with clingo: the examples they get right and wrong. clingo runs in
-    a child process (:mod:`nlndl.bounded`), stopped where it grows by more than ``memory_limit`` (a JobError),
-    and by Ctrl-C, which its grounding would not heed."""
+    a child process (:mod:`nlndl.bounded`), stopped where it grows by more than ``memory_limit`` or runs past
+    ``time_limit`` seconds (a JobError), and by Ctrl-C, which its grounding would not heed."""
     program = sketch
     if not isinstance(sketch, CompiledProgram):
         program = compile_program(sketch, fact_dir, background=background, memory_limit=memory_limit)
     checked = read_rules(Path(rules), program, memory_limit=memory_limit)
     try:
-        return bounded(lambda: clingo_score(program, checked), None, memory_limit)
+        return bounded(lambda: clingo_score(program, checked), time_limit, memory_limit)
     except Unfinished as exc:
-        raise JobError(f"{rules}: error: clingo's check {exc} (--memory-limit)") from None
+        option = "--time-limit" if exc.timed else "--memory-limit"
+        raise JobError(f"{rules}: error: clingo's check {exc} ({option})") from None
