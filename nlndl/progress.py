@@ -94,8 +94,8 @@ def training_bar(
         if most(state) > SLOW_HINT:
             pace = state.seconds / state.iteration
             say(
-                f"hint: at {pace:.2f} s an iteration on the whole world, {total:,} iterations take up to "
-                f"{most(state) / 60:.0f} min; {faster}"
+                f"hint: at {pace:.2f} s an iteration on the whole world, the run takes up to {clock(most(state))}; "
+                f"{faster}"
             )
 
     def describe(state, of: str = "") -> str:

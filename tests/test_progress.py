@@ -23,7 +23,11 @@ def test_a_slow_whole_world_is_told_of_the_subgraph_once(capsys):
     err = lines(capsys, 4000, [(5, 10.0), (60, 30.0), (120, 60.0), (180, 90.0)])
     assert "iter 60/4000  best loss" in err and "33 min left at this pace" in err  # (4000 - 60) iterations at 0.5 s
     assert err.count("hint:") == 1
-    assert "at 0.50 s an iteration on the whole world, 4,000 iterations take up to 33 min; --subgraph 9 ..." in err
+    assert "at 0.50 s an iteration on the whole world, the run takes up to 33 min; --subgraph 9 ..." in err
+    bounded = lines(capsys, 4000, [(60, 30.0)], time_limit=3600)  # 2000 s of iterations, an hour allowed
+    assert "the run takes up to 33 min;" in bounded
+    bounded = lines(capsys, 4000, [(60, 30.0)], time_limit=900)  # the time limit ends it first
+    assert "the run takes up to 15 min;" in bounded
 
 
 def test_no_hint_where_the_run_is_quick_or_bounded_or_nothing_is_faster(capsys):
