@@ -94,3 +94,19 @@ def test_bench_startup_says_when_every_run_compiles_nlndl_again():
     report = {"repeats": 1, "rows": [], "bytecode_cache": False}
     assert "PYTHONDONTWRITEBYTECODE" in startup.markdown(report)
     assert "PYTHONDONTWRITEBYTECODE" not in startup.markdown({**report, "bytecode_cache": True})
+
+
+def test_bench_startup_knows_a_module_compiled_from_its_source_as_it_is(tmp_path):
+    import os
+    import py_compile
+
+    from nlndl.bench.startup import compiled
+
+    source = tmp_path / "m.py"
+    source.write_text("x = 1\n")
+    assert not compiled(source)
+    py_compile.compile(str(source), doraise=True)
+    assert compiled(source)
+    source.write_text("x = 22\n")  # edited: the compiled file is stale
+    os.utime(source, (source.stat().st_atime, source.stat().st_mtime + 5))
+    assert not compiled(source)

@@ -47,10 +47,29 @@ def measure(
 
 
 def bytecode_cache() -> bool:
-    """Whether the processes measured keep compiled modules (``__pycache__``): where ``PYTHONDONTWRITEBYTECODE``
-    is set, every run compiles nlndl's own modules again, which the floor (torch's and clingo's, installed
-    compiled) never pays."""
-    return not sys.flags.dont_write_bytecode
+    """Whether the processes measured load nlndl's own modules compiled (``__pycache__``), as the floor loads
+    torch's and clingo's: Python writes them at the first run unless ``PYTHONDONTWRITEBYTECODE`` is set, and
+    then only ``python -m compileall`` does (the README's install runs it); else every run compiles them again.
+    Judged by one module the training imports."""
+    if not sys.flags.dont_write_bytecode:
+        return True
+    import nlndl.learn
+
+    return compiled(Path(nlndl.learn.__file__))
+
+
+def compiled(source: Path) -> bool:
+    """Whether ``source`` has a compiled file in ``__pycache__`` that Python would load: made from the source
+    as it is (the modification time and size its header records)."""
+    import importlib.util
+
+    try:
+        header = Path(importlib.util.cache_from_source(str(source))).read_bytes()[:16]
+        stat = source.stat()
+    except OSError:
+        return False
+    flags, mtime, size = (int.from_bytes(header[i : i + 4], "little") for i in (4, 8, 12))
+    return flags == 0 and mtime == int(stat.st_mtime) & 0xFFFFFFFF and size == stat.st_size & 0xFFFFFFFF
 
 
 def markdown(report: dict[str, Any]) -> str:
