@@ -431,8 +431,10 @@ class Learner:
         allowance has doubled, so that right rules on a world whose check is long are verified at a later
         stall or at the end, at most about twice their check's time lost."""
         key = tuple(render(r) for r in rules)
+        if key in self.wholes and key not in self.timed:  # checked, or stopped by memory: said once
+            return self.wholes[key]
         seconds, memory = self.ceilings()
-        if key not in self.wholes or seconds >= 2 * self.timed.get(key, float("inf")):
+        if key not in self.wholes or seconds >= 2 * self.timed[key]:
             worlds = checked_worlds(self.program, whole=True)  # decoded here once, not in each check's process
             self.timed.pop(key, None)
             try:
