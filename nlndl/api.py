@@ -23,7 +23,7 @@ from nlndl.defaults import CLASS_WEIGHTS, MAX_ITERS, SUBGRAPH, TRAIN_MEMORY_BYTE
 from nlndl.errors import JobError, NlndlError
 from nlndl.export import write_program
 from nlndl.jobs.ilp import TrainPlan, TrainRun, export_text, plan_training, prepare_training, training_config
-from nlndl.jobs.kg import predict_kg, rank_kg, train_kg, write_kg_sketch
+from nlndl.jobs.kg import predict_kg, rank_kg, score_ranking, train_kg, write_kg_sketch
 from nlndl.jobs.ldpc import evaluate_ldpc_decoder, saved_tanner_graph, tanner_graph, train_ldpc_decoder
 from nlndl.learn import LearnResult, learn
 from nlndl.output import OutputDir
@@ -48,6 +48,7 @@ __all__ = [
     "rank_kg",
     "read_rules",
     "saved_tanner_graph",
+    "score_ranking",
     "tanner_graph",
     "train",
     "train_kg",

@@ -106,6 +106,26 @@ def test_each_triples_answers_are_the_single_querys_without_the_other_known_answ
             assert dict(listed) == pytest.approx({e: s for e, s in single.items() if e not in other}, abs=1e-5)
 
 
+def test_kg_eval_scores_the_file_as_kg_predict_ranked_it(trained, tmp_path):
+    """Every candidate listed (-k 40, all the entities), ``kg eval`` reads back the ranks ``kg predict`` printed
+    (on this graph no two candidates are tied in both score and popularity, where kg predict ties them and the
+    file's order does not); with fewer listed, an answer below the list ranks at the mean of the rest."""
+    directory, out = trained
+    for k in ("40", "3"):
+        to = tmp_path / f"ranks{k}.txt"
+        printed = ranked(out, directory / "test.txt", to, "-k", k)
+        result = runner.invoke(app, ["kg", "eval", str(directory), "--ranking", str(to), "--json"])
+        assert result.exit_code == 0, result.output
+        scored = json.loads(result.output)
+        assert scored["queries"] == printed["queries"] == 24
+        assert scored["covers"]["test"] == {"ranked": 12, "of": 12}
+        if k == "40":
+            for key in ("mrr", "hits@1", "hits@3", "hits@10"):
+                assert scored[key] == pytest.approx(printed[key], abs=1e-12), key
+        else:
+            assert scored["hits@1"] == printed["hits@1"] and scored["mrr"] != printed["mrr"]
+
+
 def test_relations_ranked_side_by_side_write_the_same_file(trained, tmp_path):
     """Two relations' triples ranked by two worker processes and by this one give the same bytes."""
     directory, out = trained

@@ -1,5 +1,6 @@
-"""``nlndl kg sketch`` and ``nlndl kg train``: a knowledge graph given as triples, turned into a sketch that learns
-one relation, or every relation learned and written as one Datalog program."""
+"""``nlndl kg sketch``, ``kg train``, ``kg predict`` and ``kg eval``: a knowledge graph given as triples, turned into
+a sketch that learns one relation, or every relation learned and written as one Datalog program; queries answered
+with the learned rules, and ranking files scored by the field's protocol."""
 
 from __future__ import annotations
 
@@ -247,3 +248,47 @@ def kg_predict_command(
         if len(answer.rules) > 3:
             more = len(answer.rules) - 3
             typer.echo(f"       ... and {more} more rule{'' if more == 1 else 's'}")
+
+
+@kg_app.command("eval")
+@reported
+def kg_eval_command(
+    directory: Annotated[
+        Path, typer.Argument(exists=True, file_okay=False, help="The graph: [facts.txt,] train, valid, test")
+    ],
+    ranking: Annotated[
+        Path,
+        typer.Option(
+            "--ranking",
+            exists=True,
+            dir_okay=False,
+            help="A ranking file in AnyBURL's format (kg predict --queries writes one; AnyBURL, SAFRAN, PyClause too).",
+        ),
+    ],
+    json_out: JsonOption = False,
+) -> None:
+    """Score a ranking file by bench kg's protocol: each triple's head and tail ranked in the file's order, the
+    other answers known in any split filtered out, an answer not listed at the mean rank of the candidates the
+    list leaves out; MRR and Hits@k over both directions, per relation with --json. Rankings made by other rule
+    learners are scored exactly as nlndl's own."""
+    from nlndl.jobs import kg as kg_jobs
+
+    done = kg_jobs.score_ranking(directory, ranking)
+    found = done.metrics
+    if json_out:
+        out = {
+            "ranking": str(done.path),
+            "triples": done.triples,
+            **found.to_json(),
+            "covers": {name: {"ranked": a, "of": b} for name, (a, b) in done.covers.items()},
+            "relations": {r: m.to_json() for r, m in done.relations.items()},
+        }
+        typer.echo(json.dumps(out, indent=2))
+        return
+    held = "; ".join(f"{a:,} of {name}.txt's {b:,}" for name, (a, b) in done.covers.items())
+    plural = "s" if done.triples != 1 else ""
+    typer.echo(
+        f"{done.path}: {done.triples:,} triple{plural} asked both ways ({held}); MRR {found.mrr:.4f}, Hits@1 "
+        f"{found.hits1:.4f}, Hits@3 {found.hits3:.4f}, Hits@10 {found.hits10:.4f} (filtered; the file's order, an "
+        "answer not listed at the mean rank of the rest)"
+    )

@@ -1,5 +1,5 @@
 """The knowledge-graph verbs as library functions: ``nlndl kg sketch``, ``kg train`` (every relation's rules,
-kept as each is learned, resumable) and ``kg predict``."""
+kept as each is learned, resumable), ``kg predict`` and ``kg eval``."""
 
 from __future__ import annotations
 
@@ -399,6 +399,42 @@ def rank_kg(
         raise JobError(str(exc)) from None
     ranks = np.array([x for one in answered for x in (one.head_rank, one.tail_rank)])
     return KGRanking(to, len(triples), metrics(ranks))
+
+
+@dataclass
+class RankingScore:
+    """What :func:`score_ranking` found: the file's triples, MRR and Hits@k over both directions, in all and per
+    relation, and how many of each held-out split's triples the file ranks (``covers``: split -> (in the file,
+    in the split))."""
+
+    path: Path
+    triples: int
+    metrics: Metrics
+    relations: dict[str, Metrics]
+    covers: dict[str, tuple[int, int]]
+
+
+def score_ranking(data: Path, ranking: Path, memory_limit: int = DEFAULT_MEMORY_LIMIT) -> RankingScore:
+    """A ranking file in AnyBURL's format (``kg predict --queries`` writes one, as do AnyBURL, SAFRAN and
+    PyClause) scored by ``bench kg``'s protocol on the graph in ``data``: each triple's head and tail ranked in
+    the file's order, the other answers known in any split left out, an answer not listed at the mean rank of
+    the candidates the list leaves out (``nlndl.ranking_file``). JobError with the located errors where the file
+    is malformed or names an entity or relation the graph lacks."""
+    from nlndl.compiler.triples import read_splits
+    from nlndl.ranking_file import Known, score_file
+
+    diags = Diagnostics()
+    splits = read_splits(Path(data), diags, memory_limit)
+    if diags:
+        raise JobError(diags.render())
+    scored = score_file(Path(ranking), Known.of(splits), diags)
+    if scored is None:
+        raise JobError(diags.render())
+    asked = set(scored.triples)
+    covers = {
+        name: (len(asked & set(splits[name])), len(set(splits[name]))) for name in ("valid", "test") if splits[name]
+    }
+    return RankingScore(Path(ranking), len(scored.triples), scored.metrics(), scored.per_relation(), covers)
 
 
 def closure_agrees(
