@@ -46,7 +46,8 @@ def test_a_listed_answer_ranks_by_its_place_less_the_other_known_answers(tmp_pat
     assert got["mrr"] == pytest.approx(sum(1 / r for r in ranks) / 4)
     assert got["hits@1"] == pytest.approx(1 / 4) and got["hits@3"] == pytest.approx(3 / 4)
     assert got["covers"] == {"valid": {"ranked": 0, "of": 1}, "test": {"ranked": 2, "of": 2}}
-    assert set(got["relations"]) == {"r"}
+    assert set(got["relations"]) == {"r"} and got["relations"]["r"]["mrr"] == got["mrr"]
+    assert got["heads"]["mrr"] == pytest.approx((1 / 2 + 1 / 4.5) / 2) and got["tails"]["mrr"] == pytest.approx(3 / 4)
 
 
 def test_an_answer_not_listed_ties_with_the_unlisted_candidates_that_are_not_known_answers():

@@ -269,8 +269,8 @@ def kg_eval_command(
 ) -> None:
     """Score a ranking file by bench kg's protocol: each triple's head and tail ranked in the file's order, the
     other answers known in any split filtered out, an answer not listed at the mean rank of the candidates the
-    list leaves out; MRR and Hits@k over both directions, per relation with --json. Rankings made by other rule
-    learners are scored exactly as nlndl's own."""
+    list leaves out; MRR and Hits@k over both directions, with --json per direction and per relation too.
+    Rankings made by other rule learners are scored exactly as nlndl's own."""
     from nlndl.jobs import kg as kg_jobs
 
     done = kg_jobs.score_ranking(directory, ranking)
@@ -281,6 +281,7 @@ def kg_eval_command(
             "triples": done.triples,
             **found.to_json(),
             "covers": {name: {"ranked": a, "of": b} for name, (a, b) in done.covers.items()},
+            **{name: m.to_json() for name, m in done.directions.items()},
             "relations": {r: m.to_json() for r, m in done.relations.items()},
         }
         typer.echo(json.dumps(out, indent=2))

@@ -404,14 +404,15 @@ def rank_kg(
 @dataclass
 class RankingScore:
     """What :func:`score_ranking` found: the file's triples, MRR and Hits@k over both directions, in all and per
-    relation, and how many of each held-out split's triples the file ranks (``covers``: split -> (in the file,
-    in the split))."""
+    relation, the head and the tail queries apart (``directions``), and how many of each held-out split's
+    triples the file ranks (``covers``: split -> (in the file, in the split))."""
 
     path: Path
     triples: int
     metrics: Metrics
     relations: dict[str, Metrics]
     covers: dict[str, tuple[int, int]]
+    directions: dict[str, Metrics] = field(default_factory=dict)
 
 
 def score_ranking(data: Path, ranking: Path, memory_limit: int = DEFAULT_MEMORY_LIMIT) -> RankingScore:
@@ -421,6 +422,7 @@ def score_ranking(data: Path, ranking: Path, memory_limit: int = DEFAULT_MEMORY_
     the candidates the list leaves out (``nlndl.ranking_file``). JobError with the located errors where the file
     is malformed or names an entity or relation the graph lacks."""
     from nlndl.compiler.triples import read_splits
+    from nlndl.ranking import metrics
     from nlndl.ranking_file import Known, score_file
 
     diags = Diagnostics()
@@ -434,7 +436,8 @@ def score_ranking(data: Path, ranking: Path, memory_limit: int = DEFAULT_MEMORY_
     covers = {
         name: (len(asked & set(splits[name])), len(set(splits[name]))) for name in ("valid", "test") if splits[name]
     }
-    return RankingScore(Path(ranking), len(scored.triples), scored.metrics(), scored.per_relation(), covers)
+    directions = {"heads": metrics(scored.head_ranks), "tails": metrics(scored.tail_ranks)}
+    return RankingScore(Path(ranking), len(scored.triples), scored.metrics(), scored.per_relation(), covers, directions)
 
 
 def closure_agrees(
