@@ -35,6 +35,7 @@ class Known:
 
     @classmethod
     def of(cls, splits: dict[str, list[tuple[str, str, str]]]) -> Known:
+        """Every split's triples indexed both ways; the candidates are every entity some triple names."""
         known = cls(0)
         for rows in splits.values():
             for h, r, t in rows:
