@@ -60,8 +60,8 @@ def rank_in_list(listed: list[str], answer: str, others: set[str], entities: int
 
 @dataclass
 class FileScore:
-    """The ranks a ranking file gives its triples' answers, both directions, and MRR and Hits@k of them, in all
-    and per relation; ``triples`` the triple groups read."""
+    """The ranks a ranking file gives its triples' answers, both directions, and MRR and Hits@k of them, in all,
+    per direction and per relation; ``triples`` the triple groups read."""
 
     triples: list[tuple[str, str, str]]
     head_ranks: np.ndarray
@@ -69,6 +69,10 @@ class FileScore:
 
     def metrics(self) -> Metrics:
         return metrics(np.concatenate([self.head_ranks, self.tail_ranks]))
+
+    def per_direction(self) -> dict[str, Metrics]:
+        """The head queries' and the tail queries' figures apart."""
+        return {"heads": metrics(self.head_ranks), "tails": metrics(self.tail_ranks)}
 
     def per_relation(self) -> dict[str, Metrics]:
         by: dict[str, list[int]] = {}

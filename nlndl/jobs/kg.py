@@ -332,6 +332,7 @@ def rank_kg(
     from nlndl.kg_rules import Graph, RankSettings, answer_relation, read_graph
     from nlndl.output import check_writable, write_bytes_atomic
     from nlndl.ranking import metrics
+    from nlndl.ranking_file import LABELS
     from nlndl.workers import each_relation, worker_count
 
     relations, data, seed, length = trained(output)
@@ -389,8 +390,9 @@ def rank_kg(
     def listed(found: list[tuple[int, float]]) -> str:
         return "\t".join(f"{names[e]}\t{score:.6g}" for e, score in found)
 
+    heads, tails = LABELS
     text = "".join(
-        f"{h}\t{r}\t{t}\nHeads: {listed(one.heads)}\nTails: {listed(one.tails)}\n"
+        f"{h}\t{r}\t{t}\n{heads}{listed(one.heads)}\n{tails}{listed(one.tails)}\n"
         for (h, r, t), one in zip(triples, answered, strict=True)
     )
     try:
@@ -410,9 +412,9 @@ class RankingScore:
     path: Path
     triples: int
     metrics: Metrics
+    directions: dict[str, Metrics]
     relations: dict[str, Metrics]
     covers: dict[str, tuple[int, int]]
-    directions: dict[str, Metrics] = field(default_factory=dict)
 
 
 def score_ranking(data: Path, ranking: Path, memory_limit: int = DEFAULT_MEMORY_LIMIT) -> RankingScore:
@@ -422,7 +424,6 @@ def score_ranking(data: Path, ranking: Path, memory_limit: int = DEFAULT_MEMORY_
     the candidates the list leaves out (``nlndl.ranking_file``). JobError with the located errors where the file
     is malformed or names an entity or relation the graph lacks."""
     from nlndl.compiler.triples import read_splits
-    from nlndl.ranking import metrics
     from nlndl.ranking_file import Known, score_file
 
     diags = Diagnostics()
@@ -433,11 +434,11 @@ def score_ranking(data: Path, ranking: Path, memory_limit: int = DEFAULT_MEMORY_
     if scored is None:
         raise JobError(diags.render())
     asked = set(scored.triples)
-    covers = {
-        name: (len(asked & set(splits[name])), len(set(splits[name]))) for name in ("valid", "test") if splits[name]
-    }
-    directions = {"heads": metrics(scored.head_ranks), "tails": metrics(scored.tail_ranks)}
-    return RankingScore(Path(ranking), len(scored.triples), scored.metrics(), scored.per_relation(), covers, directions)
+    held = {name: set(splits[name]) for name in ("valid", "test") if splits[name]}
+    covers = {name: (len(asked & triples), len(triples)) for name, triples in held.items()}
+    return RankingScore(
+        Path(ranking), len(scored.triples), scored.metrics(), scored.per_direction(), scored.per_relation(), covers
+    )
 
 
 def closure_agrees(
