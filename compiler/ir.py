@@ -143,6 +143,19 @@ class WorldIR:
     def example_labels(self) -> np.ndarray:
         return self.arrays["examples/labels"]
 
+    def run_slots(self, learned: dict[str, LearnedIR]) -> np.ndarray:
+        """The slots, ascending, of the valuation a training run updates step by step: every learned relation's
+        atoms, the examples, and any other slot a learned candidate atom reads (the false slot). Extensional
+        atoms keep their values through a run, so the runtime reads them once, as values, not from it."""
+        kept = [self.example_slots.astype(np.int64)]
+        for name, ir in learned.items():
+            entry = self.layout[name]
+            kept.append(np.arange(entry.offset, entry.offset + entry.size, dtype=np.int64))
+            fuzzy = [i for i, a in enumerate(ir.inputs) if a.predicate in learned]
+            if fuzzy:
+                kept.append(self.gather(name)[:, fuzzy].reshape(-1))
+        return np.unique(np.concatenate(kept))
+
     def keys(self, predicate: str) -> np.ndarray | None:
         """The grid indices of a sparse relation's laid-out atoms, ascending; None for a dense one."""
         return self.arrays[f"keys/{predicate}"] if self.layout[predicate].sparse else None

@@ -20,18 +20,19 @@ class BudgetError(NlndlError):
 
 def training_bytes(program: CompiledProgram, restarts: int, steps: int | None = None, recompute: bool = False) -> int:
     """Estimated peak memory of training, beyond the interpreter and torch: the weights with their gradients and
-    Adam moments, and per forward-chaining step the gathered body atoms, the terms and a valuation copy of
-    every restart, all kept for the backward pass. With ``recompute`` (ChainConfig.recompute) only the
-    valuations are kept and one step's activations live at a time, twice over while it is run again. On the
-    bundled tasks the measured peak over the baseline was 0.2 to 2.2 times this figure (the grid form and
-    shared crisp rows save most on the largest)."""
+    Adam moments, and per forward-chaining step the gathered body atoms, the terms and a copy of every
+    restart's run valuation (:meth:`WorldIR.run_slots`), all kept for the backward pass. With ``recompute``
+    (ChainConfig.recompute) only the valuations are kept and one step's activations live at a time, twice over
+    while it is run again. On the bundled tasks the measured peak over the baseline was 0.2 to 2.2 times this
+    figure (the grid form and shared crisp rows save most on the largest)."""
     steps = program.steps if steps is None else steps
     weights = sum(ir.terms * (len(ir.inputs) + 1) for ir in program.learned.values()) * restarts * FLOAT * 4
     activations = valuations = 0
     for world in program.worlds:
+        slots = len(world.run_slots(program.learned))
         for name, ir in program.learned.items():
             activations += restarts * world.substitutions[name] * (len(ir.inputs) + 2 * ir.terms) * FLOAT
-            valuations += restarts * world.atoms * FLOAT
+            valuations += restarts * slots * FLOAT
     if recompute:
         return FIXED + weights + 2 * activations + 2 * valuations * steps
     return FIXED + weights + (activations + valuations) * steps

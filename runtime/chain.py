@@ -1,9 +1,10 @@
 """Differentiable forward chaining over a compiled program's index arrays, K restarts at once.
 
-Valuations of all ground atoms of a world are one tensor (K, atoms). Each of T steps, for each learned
-predicate in stratum order: gather its candidate atoms for every substitution, apply its NLN (one per
-restart), OR-reduce per head atom (scatter), and amalgamate with the old valuation. No Python loop
-runs over substitutions or atoms.
+A run's valuations are one tensor (K, atoms): per restart, the learned relations' atoms (the slots of
+``WorldIR.run_slots``; extensional atoms keep their values and are read once, as values). Each of T steps,
+for each learned predicate in stratum order: gather its candidate atoms for every substitution, apply its
+NLN (one per restart), OR-reduce per head atom (scatter), and amalgamate with the old valuation. No Python
+loop runs over substitutions or atoms.
 """
 
 from __future__ import annotations

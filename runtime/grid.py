@@ -105,6 +105,12 @@ class ColumnGrid(nn.Module):
         self.register_buffer("members", torch.from_numpy(members.astype(np.int64)), persistent=False)
         self.register_buffer("starts", torch.from_numpy(starts.astype(np.int64)), persistent=False)
 
+    def relocate(self, local: np.ndarray) -> None:
+        """Gather from another valuation vector: slot s of the world's is slot ``local[s]`` of the new one."""
+        for i in range(len(self.groups)):
+            index = getattr(self, f"atoms_{i}")
+            setattr(self, f"atoms_{i}", torch.from_numpy(local[index.numpy()]).to(index.device))
+
     def weighted(self, x: torch.Tensor, weights: torch.Tensor, base: torch.Tensor) -> torch.Tensor:
         """base + sum_j weights[..., j] * (fuzzy column j at each kept substitution): x (K, atoms) the valuation,
         weights (K, T, C) over the fuzzy columns (with negation: the atoms, then the same atoms negated, which

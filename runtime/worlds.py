@@ -31,13 +31,24 @@ def distinct_rows(factors: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | N
 
 
 class WorldTensors(nn.Module):
-    """One world's index arrays as (non-trainable) buffers on the model's device."""
+    """One world's index arrays as (non-trainable) buffers on the model's device.
+
+    A run's valuation holds only the slots of :meth:`WorldIR.run_slots` (``slots``: their places in the world's
+    valuation vector): the learned relations' atoms, the examples, and what a fuzzy column reads besides.
+    Extensional atoms keep their values during a run, so they are read once, as values (``crisp_<p>``), and
+    the tensors a step copies and its backward pass zeroes are no larger than the learned relations (a
+    ternary background relation over 67 constants is 300,763 slots; the learned unary one 67)."""
 
     def __init__(self, world, learned: dict[str, PredicateFunction]) -> None:
         super().__init__()
         self.name = world.name
-        self.register_buffer("valuation", torch.from_numpy(world.valuation.copy()), persistent=False)
-        self.register_buffer("example_slots", torch.from_numpy(world.example_slots.copy()), persistent=False)
+        gathers = {p: world.gather(p)[:, function.fuzzy_inputs] for p, function in learned.items()}
+        slots = world.run_slots({p: function.ir for p, function in learned.items()})
+        local = np.full(world.atoms, -1, dtype=np.int64)
+        local[slots] = np.arange(len(slots))
+        self.register_buffer("slots", torch.from_numpy(slots), persistent=False)
+        self.register_buffer("valuation", torch.from_numpy(world.valuation[slots]), persistent=False)
+        self.register_buffer("example_slots", torch.from_numpy(local[world.example_slots]), persistent=False)
         self.register_buffer("example_labels", torch.from_numpy(world.example_labels.copy()), persistent=False)
         self.ranges: dict[str, tuple[int, int]] = {}
         for p, function in learned.items():
@@ -45,20 +56,22 @@ class WorldTensors(nn.Module):
             # extensional atoms keep their values during a run: store the values, not where to gather them
             crisp = torch.from_numpy(world.valuation[gather[:, function.crisp_inputs]])
             # column-major (Lf, S): gathered as (K, Lf, S), the operand the first level's product wants
-            fuzzy = torch.from_numpy(np.ascontiguousarray(gather[:, function.fuzzy_inputs].T))
+            fuzzy = torch.from_numpy(np.ascontiguousarray(local[gathers[p]].T))
             factors, rows = function.crisp_factors(crisp), None
             if not function.fuzzy_inputs:
                 factors, rows = distinct_rows(factors)
-            slots = function.inner.shape[0] * function.inner.shape[1]
-            sparse = sparse_crisp(factors, function.ir.form, function.ir.negation, slots)
+            memberships = function.inner.shape[0] * function.inner.shape[1]
+            sparse = sparse_crisp(factors, function.ir.form, function.ir.negation, memberships)
             self.add_module(f"sparse_{p}", sparse)
             self.register_buffer(f"crisp_{p}", None if sparse is not None else factors, persistent=False)
             self.register_buffer(f"crisp_rows_{p}", rows, persistent=False)
             self.register_buffer(f"gather_fuzzy_{p}", fuzzy, persistent=False)
-            local = world.scatter(p) - world.layout[p].offset
-            self.register_buffer(f"scatter_{p}", torch.from_numpy(local.copy()), persistent=False)
-            self.ranges[p] = (world.layout[p].offset, world.layout[p].size)
+            entry = world.layout[p]
+            self.register_buffer(f"scatter_{p}", torch.from_numpy(world.scatter(p) - entry.offset), persistent=False)
+            self.ranges[p] = (int(local[entry.offset]) if entry.size else 0, entry.size)
             grid = column_grid(function.ir, function.fuzzy_inputs, world) if function.power else None
+            if grid is not None:  # its cubes are learned atoms, all kept
+                grid.relocate(local)
             self.add_module(f"grid_{p}", grid)
 
     def crisp(self, predicate: str) -> tuple[torch.Tensor | SparseCrisp, torch.Tensor | None]:

@@ -394,13 +394,13 @@ def test_train_fits_its_memory_limit_or_refuses_with_the_estimate(tmp_path):
     assert "steps recomputed in the backward pass" in result.output and "32 restarts" in result.output
     result = runner.invoke(app, ["train", LT, "-D", str(tmp_path / "B"), "--memory-limit", "66MiB"])
     assert result.exit_code == 0, result.output
-    assert "19 restarts instead of 32" in result.output
+    assert "20 restarts instead of 32" in result.output
     result = train(LT, "-D", str(tmp_path / "C"), "--memory-limit", "66MiB", "--restarts", "32")
     assert_clean_exit(result)
-    assert "training would need about 78.2 MiB (32 restarts, 10 steps; 67.3 MiB with each step recomputed" in (
+    assert "training would need about 78.1 MiB (32 restarts, 10 steps; 67.1 MiB with each step recomputed" in (
         result.output
     )
-    assert "use --restarts 19" in result.output and "--memory-limit" in result.output
+    assert "use --restarts 20" in result.output and "--memory-limit" in result.output
     assert not (tmp_path / "C").exists()
 
 

@@ -74,14 +74,15 @@ def test_sparse_equals_dense(tmp_path_factory, data):
         model = ForwardChainer(program, config).double()
     for world in model.worlds:
         world.valuation = world.valuation.double()
-    seen = observed(program)
+    slots = model.worlds[0].slots  # a run's valuation: the learned atoms (and any slot a fuzzy column reads)
+    seen = observed(program)[slots]
     sparse = model.run(model.worlds[0])[:, seen]
-    dense = dense_run(model)[:, seen]
+    dense = dense_run(model)[:, slots[seen]]
     assert torch.allclose(sparse, dense.to(sparse.dtype), atol=1e-10)
     weights = list(model.parameters())
     probe = torch.rand_like(sparse)
     grads_sparse = torch.autograd.grad((sparse * probe).sum(), weights)
-    grads_dense = torch.autograd.grad((dense_run(model)[:, seen] * probe).sum(), weights)
+    grads_dense = torch.autograd.grad((dense_run(model)[:, slots[seen]] * probe).sum(), weights)
     for a, b in zip(grads_sparse, grads_dense, strict=True):
         assert torch.allclose(a, b, atol=1e-9)
 
@@ -428,3 +429,33 @@ def test_recomputed_steps_give_the_same_losses_and_gradients():
     torch.testing.assert_close(results[0][0], results[1][0], rtol=0, atol=0)
     for a, b in zip(results[0][1], results[1][1], strict=True):
         torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
+
+
+DUPLICATE = """
+.decl cons(h: symbol, t: symbol, l: symbol)
+.decl dup(l: symbol)
+cons("a","nil","a"). cons("b","nil","b"). cons("a","a","aa"). cons("a","b","ab"). cons("b","a","ba").
+cons("b","aa","baa"). cons("a","ab","aab"). cons("b","ab","bab").
+.learn dup(vars=4, terms=2, prune=none)
+.pos dup("aa"). .pos dup("baa"). .pos dup("aab"). .neg dup("ab"). .neg dup("ba"). .neg dup("bab").
+"""
+
+
+def test_a_run_carries_the_learned_atoms_not_the_background(tmp_path):
+    """The valuation a run updates step by step holds dup's atoms (and the false slot), not cons's cube over
+    the constants; it runs as the dense reference over the whole valuation does."""
+    path = tmp_path / "dup.dl"
+    path.write_text(DUPLICATE)
+    program = compile_sketch(path)
+    world = program.worlds[0]
+    torch.manual_seed(0)
+    model = ForwardChainer(program, ChainConfig(restarts=2)).double()
+    tensors = model.worlds[0]
+    tensors.valuation = tensors.valuation.double()
+    dup = world.layout["dup"]
+    assert world.layout["cons"].size == 9**3  # a, b, nil, aa, ab, ba, baa, aab, bab
+    assert dup.size <= tensors.valuation.numel() <= dup.size + 1
+    assert torch.equal(tensors.slots[: dup.size], torch.arange(dup.offset, dup.offset + dup.size))
+    values = model.run(tensors)
+    dense = dense_run(model)[:, tensors.slots]
+    assert torch.allclose(values, dense.to(values.dtype), atol=1e-10)
