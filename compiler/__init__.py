@@ -23,7 +23,15 @@ from nlndl.compiler.ir import CompiledProgram
 from nlndl.compiler.lowering import lower
 from nlndl.compiler.parser import parse_file, parse_source, with_background
 from nlndl.compiler.steps import default_steps
-from nlndl.compiler.subgraph import MIN_ENTITIES, auto_choice, auto_entities, deep_recursion, grow, whole_world
+from nlndl.compiler.subgraph import (
+    MIN_ENTITIES,
+    auto_choice,
+    auto_entities,
+    deep_recursion,
+    fact_constants,
+    grow,
+    whole_world,
+)
 from nlndl.compiler.subgraph import subgraph as sample
 from nlndl.compiler.symbols import SymbolTable
 from nlndl.defaults import COMPILE_MEMORY_BYTES, LAYOUTS, SUBGRAPH_DEEP, SUBGRAPH_WORK
@@ -124,8 +132,11 @@ class Grounded:
             ]
             self.chosen = [keep for _, keep in parts]
             whole = [whole_world(checked, w, s) for w, (s, _) in zip(worlds, parts, strict=True)]
+            known = [fact_constants(w, set(checked.learned)) for w in worlds]
             worlds = [s for s, _ in parts]
-        learned, lowered = lower(checked, worlds, diags, self.memory_limit, seed, layout, shard)
+        else:
+            known = None
+        learned, lowered = lower(checked, worlds, diags, self.memory_limit, seed, layout, shard, known)
         if diags:
             raise CompileError(diags)
         if steps is None:

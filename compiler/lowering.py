@@ -246,14 +246,23 @@ def derivable_heads(
 
 
 def underivable(
-    world: GroundWorld, layout: Layout, heads: dict[str, set[int]], diags: Diagnostics, shard: set[int] | None = None
+    world: GroundWorld,
+    layout: Layout,
+    heads: dict[str, set[int]],
+    diags: Diagnostics,
+    shard: set[int] | None = None,
+    known: set[int] | None = None,
 ) -> None:
     """Warn of each positive example of a learned predicate that no safe clause the network can represent
     derives (:func:`derivable_heads`): typically a constant that occurs in no fact. The first
     ``MAX_WARNINGS`` per predicate and world; the last of them counts the rest. With ``shard`` (the slots of
-    this shard's examples), only the shard's examples."""
+    this shard's examples), only the shard's examples. ``known``: the world is a subgraph, and these are the
+    constants of the whole world's extensional facts; an example whose constants are all among them is not
+    warned of, since the facts that derive it may lie outside the subgraph (the rules are verified whole)."""
     missed = []
     for name, args, positive, span in world.examples:
+        if known is not None and all(c in known for c in args):
+            continue
         if positive and name in heads:
             slot = example_slot(world, layout, name, args)
             if (shard is None or slot in shard) and slot not in heads[name]:
@@ -409,11 +418,14 @@ def lower(
     seed: int = 0,
     layout_kind: str = "auto",
     shard: tuple[int, int] = (0, 1),
+    known: list[set[int]] | None = None,
 ) -> tuple[dict[str, LearnedIR], list[WorldIR]]:
     """Index arrays of every learned predicate in every world; refused up front past the memory limit.
     ``layout_kind``: dense, sparse, or auto (sparse where the dense valuation passes DENSE_ATOMS); ``seed``
     draws the sampled closed-world negatives. ``shard`` (rank, size): only that share of each world's examples
-    (examples.share), with the atoms their substitutions read, for one of ``size`` processes."""
+    (examples.share), with the atoms their substitutions read, for one of ``size`` processes. ``known``: the
+    worlds are subgraphs, and per world the constants of the whole world's extensional facts (see
+    :func:`underivable`)."""
     learned = set(checked.learned)
     used = readable(checked)
     relations = [r for r in checked.relations if r in used]
@@ -518,7 +530,7 @@ def lower(
         )
         return {}, []
     out = []
-    for world, layout, values, lowerings, kept, labelled in plans:
+    for i, (world, layout, values, lowerings, kept, labelled) in enumerate(plans):
         arrays = {"valuation": values, **layout.arrays()}
         subst, dropped = {}, {}
         for p, low in lowerings.items():
@@ -528,7 +540,7 @@ def lower(
         heads = {p: derivable_heads(checked.learned[p], inputs[p], arrays, learned) for p in dnf}
         arrays.update(example_arrays(layout, labelled))
         mine = set(arrays["examples/slots"].tolist()) if shard[1] > 1 else None
-        underivable(world, layout, heads, diags, mine)
+        underivable(world, layout, heads, diags, mine, None if known is None else known[i])
         out.append(WorldIR(world.name, layout.atoms, layout.entries, world.domains, subst, dropped, arrays))
     return {
         p: learned_ir(s, inputs[p], pruned[p], candidates[p].repeats_left_out) for p, s in checked.learned.items()
