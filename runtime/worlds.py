@@ -42,7 +42,6 @@ class WorldTensors(nn.Module):
     def __init__(self, world, learned: dict[str, PredicateFunction]) -> None:
         super().__init__()
         self.name = world.name
-        gathers = {p: world.gather(p)[:, function.fuzzy_inputs] for p, function in learned.items()}
         slots = world.run_slots({p: function.ir for p, function in learned.items()})
         local = np.full(world.atoms, -1, dtype=np.int64)
         local[slots] = np.arange(len(slots))
@@ -56,7 +55,7 @@ class WorldTensors(nn.Module):
             # extensional atoms keep their values during a run: store the values, not where to gather them
             crisp = torch.from_numpy(world.valuation[gather[:, function.crisp_inputs]])
             # column-major (Lf, S): gathered as (K, Lf, S), the operand the first level's product wants
-            fuzzy = torch.from_numpy(np.ascontiguousarray(local[gathers[p]].T))
+            fuzzy = torch.from_numpy(np.ascontiguousarray(local[gather[:, function.fuzzy_inputs]].T))
             factors, rows = function.crisp_factors(crisp), None
             if not function.fuzzy_inputs:
                 factors, rows = distinct_rows(factors)
