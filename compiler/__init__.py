@@ -28,7 +28,6 @@ from nlndl.compiler.subgraph import (
     auto_choice,
     auto_entities,
     deep_recursion,
-    fact_constants,
     grow,
     whole_world,
 )
@@ -132,7 +131,7 @@ class Grounded:
             ]
             self.chosen = [keep for _, keep in parts]
             whole = [whole_world(checked, w, s) for w, (s, _) in zip(worlds, parts, strict=True)]
-            known = [fact_constants(w, set(checked.learned)) for w in worlds]
+            known = [w.fact_constants(set(checked.learned)) for w in worlds]
             worlds = [s for s, _ in parts]
         else:
             known = None

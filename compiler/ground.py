@@ -42,6 +42,11 @@ class GroundWorld:
         """Per type: constant id -> its position in the type's domain (its index along a valuation axis)."""
         return {t: {c: i for i, c in enumerate(d)} for t, d in self.domains.items()}
 
+    def fact_constants(self, learned: set[str]) -> set[int]:
+        """The constants of the world's extensional facts (of every relation not learned, background rules'
+        included): every constant a safe clause without constants or functions can derive is among them."""
+        return {c for name, rel in self.db.items() if name not in learned for fact in rel for c in fact}
+
     def fact_positions(self, name: str, types: tuple[str, ...]) -> np.ndarray:
         """(facts, arity) positions of a relation's true facts in its attributes' domains, read once per world
         (the valuation and every join of every demand round share them)."""

@@ -252,30 +252,39 @@ def underivable(
     diags: Diagnostics,
     shard: set[int] | None = None,
     known: set[int] | None = None,
+    sampled: bool = False,
 ) -> None:
     """Warn of each positive example of a learned predicate that no safe clause the network can represent
-    derives (:func:`derivable_heads`): typically a constant that occurs in no fact. The first
-    ``MAX_WARNINGS`` per predicate and world; the last of them counts the rest. With ``shard`` (the slots of
-    this shard's examples), only the shard's examples. ``known``: the world is a subgraph, and these are the
-    constants of the whole world's extensional facts; an example whose constants are all among them is not
-    warned of, since the facts that derive it may lie outside the subgraph (the rules are verified whole)."""
+    derives: one with a constant in none of the whole world's extensional facts (``known``; None where a
+    learned candidate atom applies a function, which can make new constants), or one that
+    :func:`derivable_heads` rules out. The first ``MAX_WARNINGS`` per predicate and world; the last of them
+    counts the rest. With ``shard`` (the slots of this shard's examples), only the shard's examples. On a
+    subgraph (``sampled``) only the first kind: the facts that derive an example may lie outside it, and the
+    rules are verified on the whole world."""
     missed = []
     for name, args, positive, span in world.examples:
-        if known is not None and all(c in known for c in args):
+        if not positive or name not in heads:
             continue
-        if positive and name in heads:
-            slot = example_slot(world, layout, name, args)
-            if (shard is None or slot in shard) and slot not in heads[name]:
-                missed.append((name, span))
+        stray = known is not None and any(c not in known for c in args)
+        if sampled and not stray:
+            continue
+        slot = example_slot(world, layout, name, args)
+        if (shard is None or slot in shard) and (stray or slot not in heads[name]):
+            missed.append((name, span, stray))
     where = f" in world {world.name}" if world.name != "main" else ""
-    for name in sorted({name for name, _ in missed}):
-        spans = [span for n, span in missed if n == name]
-        for i, span in enumerate(spans[:MAX_WARNINGS]):
-            more = len(spans) - MAX_WARNINGS
+    for name in sorted({name for name, _, _ in missed}):
+        found = [(span, stray) for n, span, stray in missed if n == name]
+        for i, (span, stray) in enumerate(found[:MAX_WARNINGS]):
+            more = len(found) - MAX_WARNINGS
+            why = (
+                "a constant of it occurs in no fact (misspelt, or written otherwise in the facts?)"
+                if stray
+                else f"no candidate atom of {name} that could hold there binds every head variable "
+                "(is a constant misspelt, or in no fact?)"
+            )
             diags.warning(
                 span,
-                f"no learnable clause derives this positive example{where}: no candidate atom of {name} "
-                "that could hold there binds every head variable (is a constant misspelt, or in no fact?)"
+                f"no learnable clause derives this positive example{where}: {why}"
                 + (f"; {more} more {name} example(s) like it" if i == MAX_WARNINGS - 1 and more > 0 else ""),
             )
 
@@ -425,7 +434,7 @@ def lower(
     draws the sampled closed-world negatives. ``shard`` (rank, size): only that share of each world's examples
     (examples.share), with the atoms their substitutions read, for one of ``size`` processes. ``known``: the
     worlds are subgraphs, and per world the constants of the whole world's extensional facts (see
-    :func:`underivable`)."""
+    :func:`underivable`; without it, each world's own)."""
     learned = set(checked.learned)
     used = readable(checked)
     relations = [r for r in checked.relations if r in used]
@@ -530,6 +539,7 @@ def lower(
         )
         return {}, []
     out = []
+    functions = any(f is not None for atoms in inputs.values() for a in atoms for f in a.funcs)
     for i, (world, layout, values, lowerings, kept, labelled) in enumerate(plans):
         arrays = {"valuation": values, **layout.arrays()}
         subst, dropped = {}, {}
@@ -540,7 +550,8 @@ def lower(
         heads = {p: derivable_heads(checked.learned[p], inputs[p], arrays, learned) for p in dnf}
         arrays.update(example_arrays(layout, labelled))
         mine = set(arrays["examples/slots"].tolist()) if shard[1] > 1 else None
-        underivable(world, layout, heads, diags, mine, None if known is None else known[i])
+        facts = None if functions else known[i] if known is not None else world.fact_constants(learned)
+        underivable(world, layout, heads, diags, mine, facts, sampled=known is not None)
         out.append(WorldIR(world.name, layout.atoms, layout.entries, world.domains, subst, dropped, arrays))
     return {
         p: learned_ir(s, inputs[p], pruned[p], candidates[p].repeats_left_out) for p, s in checked.learned.items()

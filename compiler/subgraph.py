@@ -138,11 +138,6 @@ def constants(world: GroundWorld) -> np.ndarray:
     return np.array(sorted(seen), dtype=np.int64)
 
 
-def fact_constants(world: GroundWorld, learned: set[str]) -> set[int]:
-    """The constants of the world's extensional facts (of every relation not learned)."""
-    return {c for name, rel in world.db.items() if name not in learned for fact in rel for c in fact}
-
-
 def adjacency(world: GroundWorld, nodes: np.ndarray, learned: set[str]):
     """The undirected graph over ``nodes`` (CSR) linking the constants of each extensional fact, each to the
     next one in the fact (so a fact's constants are connected)."""

@@ -73,6 +73,23 @@ def test_memory_limit_flag():
     )
 
 
+def test_a_recursive_example_with_a_constant_in_no_fact_is_warned_of(tmp_path):
+    # path may read path, so no candidate atom rules an example out; but a clause without constants derives
+    # only atoms over the facts' constants, and "x y" is in none ('"x y"' in a facts file is another symbol)
+    (tmp_path / "edge.facts").write_text('a\tb\nb\tc\n"x y"\tz\n')
+    sketch = tmp_path / "s.dl"
+    sketch.write_text(
+        ".decl edge(x: symbol, y: symbol)\n.input edge\n.decl path(x: symbol, y: symbol)\n.learn path(vars=3)\n"
+        '.pos path("a","b").\n.pos path("a","c").\n.pos path("x y","z").\n'
+    )
+    result = runner.invoke(app, ["compile", str(sketch), "-F", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert result.stderr.count("warning:") == 1
+    assert f"{sketch}:7:1: warning: no learnable clause derives this positive example: a constant of it occurs" in (
+        result.stderr
+    )
+
+
 def test_an_underivable_positive_example_is_warned_at_its_line(tmp_path):
     # "zz" occurs in no fact: no safe clause binds p's head variable there; a typo the user should see
     # before training, while the compile itself succeeds (exit 0)
