@@ -23,14 +23,7 @@ from nlndl.compiler.ir import CompiledProgram
 from nlndl.compiler.lowering import lower
 from nlndl.compiler.parser import parse_file, parse_source, with_background
 from nlndl.compiler.steps import default_steps
-from nlndl.compiler.subgraph import (
-    MIN_ENTITIES,
-    auto_choice,
-    auto_entities,
-    deep_recursion,
-    grow,
-    whole_world,
-)
+from nlndl.compiler.subgraph import MIN_ENTITIES, auto_choice, auto_entities, deep_recursion, grow, whole_world
 from nlndl.compiler.subgraph import subgraph as sample
 from nlndl.compiler.symbols import SymbolTable
 from nlndl.defaults import COMPILE_MEMORY_BYTES, LAYOUTS, SUBGRAPH_DEEP, SUBGRAPH_WORK

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -60,6 +60,11 @@ class LearnedIR:
     negated: tuple[str, ...] = ()  # with negation: the predicates whose candidate atoms may also appear negated
     amalgamation: str = "replace"  # the sketch's, one of AMALGAMATIONS
     repeats_left_out: int = 0  # candidate atoms left out because they repeat a variable (the sketch's repeat=)
+
+    def fuzzy_inputs(self, learned: Collection[str]) -> list[int]:
+        """The positions of the candidate atoms over ``learned`` relations: those a forward-chaining step reads
+        from the run's valuation (the others are extensional, read once, as values)."""
+        return [i for i, a in enumerate(self.inputs) if a.predicate in learned]
 
 
 @dataclass
@@ -147,14 +152,15 @@ class WorldIR:
         """The slots, ascending, of the valuation a training run updates step by step: every learned relation's
         atoms, the examples, and any other slot a learned candidate atom reads (the false slot). Extensional
         atoms keep their values through a run, so the runtime reads them once, as values, not from it."""
-        kept = [self.example_slots.astype(np.int64)]
+        kept = np.zeros(self.atoms, dtype=bool)
+        kept[self.example_slots] = True
         for name, ir in learned.items():
             entry = self.layout[name]
-            kept.append(np.arange(entry.offset, entry.offset + entry.size, dtype=np.int64))
-            fuzzy = [i for i, a in enumerate(ir.inputs) if a.predicate in learned]
+            kept[entry.offset : entry.offset + entry.size] = True
+            fuzzy = ir.fuzzy_inputs(learned)
             if fuzzy:
-                kept.append(self.gather(name)[:, fuzzy].reshape(-1))
-        return np.unique(np.concatenate(kept))
+                kept[self.gather(name)[:, fuzzy]] = True
+        return np.flatnonzero(kept)
 
     def keys(self, predicate: str) -> np.ndarray | None:
         """The grid indices of a sparse relation's laid-out atoms, ascending; None for a dense one."""

@@ -76,8 +76,8 @@ class PredicateFunction(nn.Module):
         self.outer = nn.Parameter(torch.empty(config.restarts, ir.terms))
         self.inner_init, self.outer_init = config.inner_init, config.outer_init
         self.power = config.fuzzy == "power"
-        crisp = [i for i, a in enumerate(ir.inputs) if a.predicate not in learned]
-        fuzzy = [i for i, a in enumerate(ir.inputs) if a.predicate in learned]
+        fuzzy = ir.fuzzy_inputs(learned)
+        crisp = sorted(set(range(len(ir.inputs))) - set(fuzzy))
         n = len(ir.inputs)
         self.crisp_inputs, self.fuzzy_inputs = crisp, fuzzy
         columns = (lambda idx: idx + [n + i for i in idx]) if ir.negation else (lambda idx: idx)
