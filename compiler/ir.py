@@ -37,6 +37,12 @@ class InputAtom:
         if not self.funcs:
             self.funcs = (None,) * len(self.vars)
 
+    def binds(self, var: int) -> bool:
+        """Whether the atom, where true, confines ``var`` for substitution pruning: it mentions ``var`` with
+        another variable or alone once. ``same(V, V)`` does not: the inequality idiom's reflexive helper
+        holds for every constant, and counting it would keep every substitution."""
+        return var in self.vars and (len(self.vars) == 1 or set(self.vars) != {var})
+
 
 # how a learned predicate's valuation after a step merges with the one before: replace it (the reference's
 # default, "eq"), or keep what earlier steps derived: "or" (probabilistic sum, the reference's Fam=or for

@@ -167,7 +167,7 @@ def kept_by_join(low: Lowering, heads: np.ndarray | None, memory_limit: int) -> 
         partners: list[set[int]] = [set()]  # per part, the other variables its atom joins v to
         # prune=path: v needs this many partners among the bound variables, whatever the later ones give it
         need_bound = low.partners - (spec.vars - 1 - v) if low.partners > 1 else 0
-        for atom in (a for a in low.extensional if v in a.vars):
+        for atom in (a for a in low.extensional if a.binds(v)):
             facts = _facts(low, atom)
             shared = sorted({u for u in atom.vars if u in bound})
             if not facts.size or (need_bound > 0 and not shared):

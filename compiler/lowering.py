@@ -5,11 +5,12 @@ atoms (gather) and writes p's head atom (scatter).
 
 Pruning (``prune=extensional``, the default; under ``prune=auto`` only for predicates whose substitution
 grid, summed over worlds, exceeds PRUNE_ABOVE) keeps a substitution only if each extra variable is
-either bound by a true extensional input atom or takes the first constant of its domain. This is
-sound for every clause in which each extra variable either does not occur or occurs in at least
-one positive extensional body atom (see docs/language.md). ``prune=path`` asks more of an extra variable:
-true extensional atoms that join it to two other variables (a path through it, as a knowledge graph's rules
-run from head to tail), which keeps a hub's thousands of neighbours out of every substitution of its triples.
+either bound by a true extensional input atom (``InputAtom.binds``: not ``same(V, V)``) or takes the first
+constant of its domain. This is sound for every clause in which each extra variable either does not occur
+or occurs in at least one positive extensional body atom that binds it (see docs/language.md).
+``prune=path`` asks more of an extra variable: true extensional atoms that join it to two other variables (a
+path through it, as a knowledge graph's rules run from head to tail), which keeps a hub's thousands of
+neighbours out of every substitution of its triples.
 """
 
 from __future__ import annotations
@@ -139,18 +140,18 @@ class Lowering:
 
     def bound(self, theta: tuple[np.ndarray, ...]) -> np.ndarray:
         """The pruning rule on substitutions ``theta``: each extra variable is at its domain's first constant or
-        in true extensional candidate atoms with :attr:`partners` other variables (one: any true atom over it)."""
+        in true extensional candidate atoms with :attr:`partners` other variables (one: any true atom that binds it)."""
         keep = np.ones(theta[0].shape, dtype=bool)
         for var in range(self.spec.head_arity, self.spec.vars):
             if self.partners == 1:
                 bound = np.zeros(theta[0].shape, dtype=bool)
                 for atom in self.extensional:
-                    if var in atom.vars:
+                    if atom.binds(var):
                         bound |= self.values[self.slots(atom, theta)] > 0
             else:
                 joined: dict[int, np.ndarray] = {}
                 for atom in self.extensional:
-                    if var in atom.vars:
+                    if atom.binds(var):
                         true = self.values[self.slots(atom, theta)] > 0
                         for other in set(atom.vars) - {var}:
                             joined[other] = joined.get(other, False) | true

@@ -29,22 +29,22 @@ class SafetyGate(nn.Module):
     - every head variable occurs in a selected positive atom;
     - every variable of a selected negated atom occurs in a selected positive atom;
     - when the substitutions were pruned, every extra variable that occurs at all occurs in a selected
-      positive extensional atom (the class of clauses whose pruned and full semantics agree, see
-      docs/language.md).
+      positive extensional atom that binds it (``InputAtom.binds``: the class of clauses whose pruned and full
+      semantics agree, see docs/language.md).
     """
 
     def __init__(self, ir: LearnedIR, learned: set[str]) -> None:
         super().__init__()
         n_vars = len(ir.var_types)
         contains = torch.zeros(len(ir.inputs), n_vars)
-        extensional = torch.zeros(len(ir.inputs), 1)
+        binds = torch.zeros(len(ir.inputs), n_vars)  # the atoms that pruning counts as binding a variable
         for i, atom in enumerate(ir.inputs):
             for v in atom.vars:
                 contains[i, v] = 1.0
-            extensional[i] = float(atom.predicate not in learned)
+                binds[i, v] = float(atom.predicate not in learned and atom.binds(v))
         self.negation, self.arity, self.pruned = ir.negation, ir.arity, ir.pruned
         self.register_buffer("contains", contains, persistent=False)
-        self.register_buffer("extensional", contains * extensional, persistent=False)
+        self.register_buffer("extensional", binds, persistent=False)
 
     def forward(self, inner: torch.Tensor) -> torch.Tensor:
         """inner memberships (K, T, L or 2L) -> gate (K, T)."""

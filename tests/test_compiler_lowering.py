@@ -162,8 +162,9 @@ def rule_body(draw):
         arity = 1 if pred == "f" else 2
         atoms.append((pred, tuple(draw(st.integers(0, 2)) for _ in range(arity))))
     atoms = [a for a in atoms if a != ("p", (0, 1))]  # the head atom is not a candidate body atom
-    # the stated assumption: the extra variable C (index 2) occurs in a positive extensional atom, or not at all
-    if any(2 in v for _, v in atoms) and not any(2 in v for p, v in atoms if p != "p"):
+    # the stated assumption: the extra variable C (index 2) occurs in a positive extensional atom that binds it
+    # (e(C, C) does not), or not at all
+    if any(2 in v for _, v in atoms) and not any(InputAtom(p, v).binds(2) for p, v in atoms if p != "p"):
         atoms.append(("e", (2, draw(st.integers(0, 2)))))
     # a safe rule: both head variables occur in the body
     for head_var in (0, 1):
@@ -225,6 +226,38 @@ def test_pruning_never_drops_a_needed_substitution(tmp_path_factory, case):
         "f": {(ids[CONSTS[x]],) for (x,) in facts["f"]},
     }
     assert fixpoint_through_index(program, bodies) == evaluate(facts_by_id, rules)["p"]
+
+
+SAME = """
+.decl e(a: symbol, b: symbol)
+.decl same(a: symbol, b: symbol)
+.decl p(a: symbol, b: symbol)
+e("a","b"). e("b","c"). e("c","d"). e("d","f").
+{same}
+.learn p(vars=3, negation)
+.pos p("a","c").
+.closed p
+"""
+
+
+def test_a_reflexive_helper_binds_no_extra_variable(tmp_path):
+    """same(C, C) holds for every constant (the inequality idiom's helper): were it counted as binding C, the
+    helper would keep every substitution. Pruning counts only e's atoms, as without the helper."""
+    program = compile_text(tmp_path, SAME.format(same="same(X, X) :- e(X, _).\nsame(X, X) :- e(_, X)."))
+    ir = program.learned["p"]
+    assert InputAtom("same", (2, 2)) in ir.inputs and ir.pruned
+    world = program.worlds[0]
+    constants = [program.symbols[c] for c in world.domains["symbol"]]
+    edges = {("a", "b"), ("b", "c"), ("c", "d"), ("d", "f")}
+    # C is bound by an e atom with A or B, by same(A, C) or
+    # same(B, C) where C is A or B, or is the first constant; never by same(C, C), which holds for all five
+    kept = sum(
+        c == constants[0] or c in (a, b) or any({(x, c), (c, x)} & edges for x in (a, b))
+        for a, b, c in itertools.product(constants, repeat=3)
+    )
+    assert world.substitutions["p"] == kept < 5**3
+    assert not InputAtom("same", (2, 2)).binds(2) and not InputAtom("e", (2, 2)).binds(2)
+    assert InputAtom("e", (0, 2)).binds(2) and InputAtom("f", (2,)).binds(2) and not InputAtom("e", (0, 1)).binds(2)
 
 
 def test_function_terms_gather_their_values():

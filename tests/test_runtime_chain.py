@@ -459,3 +459,28 @@ def test_a_run_carries_the_learned_atoms_not_the_background(tmp_path):
     values = model.run(tensors)
     dense = dense_run(model)[:, tensors.slots]
     assert torch.allclose(values, dense.to(values.dtype), atol=1e-10)
+
+
+def test_the_safety_gate_asks_a_binding_atom_of_each_extra_variable(tmp_path):
+    """Under pruning, an extra variable only a reflexive helper holds (same(C, C)) is outside the sound
+    class, as pruning does not count that atom: the gate closes on such a clause and opens on a path."""
+    path = tmp_path / "s.dl"
+    path.write_text(
+        ".decl e(a: symbol, b: symbol)\n.decl same(a: symbol, b: symbol)\n.decl p(a: symbol, b: symbol)\n"
+        'e("x","y"). e("y","z").\nsame(X, X) :- e(X, _).\n.learn p(vars=3, negation)\n.pos p("x","z").\n'
+    )
+    program = compile_sketch(path)
+    ir = program.learned["p"]
+    gate = ForwardChainer(program, ChainConfig(restarts=1)).functions["p"].gate
+    inputs = {(a.predicate, a.vars): i for i, a in enumerate(ir.inputs)}
+
+    def opened(*atoms) -> float:
+        inner = torch.zeros(1, 1, 2 * len(ir.inputs))
+        for atom in atoms:
+            inner[0, 0, inputs[atom]] = 1.0
+        return float(gate(inner)[0, 0])
+
+    assert opened(("e", (0, 2)), ("e", (2, 1)), ("same", (2, 2))) == 1.0
+    assert opened(("e", (0, 1)), ("same", (2, 2))) == 0.0
+    assert opened(("e", (0, 1)), ("e", (2, 2))) == 0.0
+    assert opened(("e", (0, 1))) == 1.0
