@@ -12,7 +12,7 @@ from nlndl.compiler import ast
 from nlndl.compiler.depgraph import Strata, build_graph, stratify
 from nlndl.compiler.diagnostics import CompileError, Diagnostics, Span
 from nlndl.compiler.graphs import descendants
-from nlndl.compiler.ir import AMALGAMATIONS
+from nlndl.compiler.ir import AMALGAMATIONS, projected
 from nlndl.defaults import MAX_NOISE, MAX_STEPS
 
 BASE_TYPES = ("symbol", "number")
@@ -124,6 +124,9 @@ class Checked:
     learned: dict[str, LearnSpec] = field(default_factory=dict)
     strata: Strata | None = None
     dependencies: list[tuple[str, str, bool]] = field(default_factory=list)  # (body, head, negated)
+    # projections of binary background relations that a learned predicate may negate (name -> relation,
+    # argument kept): edge[0](X) :- edge(X, _), so that a clause can say !edge(X, _)
+    projections: dict[str, tuple[str, int]] = field(default_factory=dict)
 
     def supertypes(self, name: str) -> list[str]:
         """``name`` and every type it is a subtype of, nearest first (``.type Pair <: L`` gives Pair, L, symbol)."""
@@ -429,11 +432,15 @@ class _Checker:
         # a learned predicate may negate only body predicates that do not depend on it (stratified negation):
         # its own atoms and those of its recursive component stay positive
         reads = build_graph(edges + [(q, s.predicate, False) for s in self.out.learned.values() for q in s.body], [])
+        ruled = {clause.head.predicate for world in self.sketch.worlds for clause in world.clauses if clause.body}
+        derived = set().union(*(descendants(reads, name) for name in self.out.learned), self.out.learned, ruled)
         for name, spec in self.out.learned.items():
             if spec.negation:
                 above = descendants(reads, name) | {name}
-                spec = self.out.learned[name] = replace(spec, negated=tuple(q for q in spec.body if q not in above))
+                spec = replace(spec, negated=tuple(q for q in spec.body if q not in above))
+                spec = self.out.learned[name] = self.with_projections(spec, derived)
             edges += [(q, spec.predicate, q in spec.negated) for q in spec.body]
+        edges += [(q, name, False) for name, (q, _) in self.out.projections.items()]
         self.out.dependencies = sorted(set(edges))
         graph = build_graph(edges, list(self.out.relations))
         strata = stratify(graph)
@@ -465,6 +472,23 @@ class _Checker:
                     f"amalgamation={spec.amalgamation} keeps every atom a step derived, but {spec.predicate} can lose "
                     f"atoms from one step to the next ({losing[spec.predicate]}); use replace",
                 )
+
+    def with_projections(self, spec: LearnSpec, derived: set[str]) -> LearnSpec:
+        """``spec`` with the projections of each binary relation it may negate that only facts define (no
+        rule, learned or background, derives it), ``q[0]`` and ``q[1]``, in its body and negatable: ``!q(X, _)``
+        says X has no q at all, which no clause over ``q(X, Y)`` can (Y would stand in a negated atom alone)."""
+        made: list[str] = []
+        for q in spec.negated:
+            decl = self.out.relations[q]
+            if q in derived or decl.arity != 2:
+                continue
+            for position, attribute in enumerate(decl.attributes):
+                name = projected(q, position)
+                if name not in self.out.relations:
+                    self.out.relations[name] = ast.RelationDecl(name, (attribute,), decl.span)
+                    self.out.projections[name] = (q, position)
+                made.append(name)
+        return replace(spec, body=spec.body + tuple(made), negated=spec.negated + tuple(made))
 
 
 def unsafe_arguments(clause: ast.Clause) -> list[tuple[ast.Var, str]]:

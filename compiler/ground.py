@@ -96,6 +96,15 @@ def world_program(
     return facts, rules
 
 
+def projection_rules(checked: Checked) -> list[Rule]:
+    """``edge[0](X) :- edge(X, _).`` for each projection a learned predicate may negate (see Checked)."""
+    rules = []
+    for name, (q, position) in checked.projections.items():
+        args = tuple(("v", "X") if i == position else ("v", "_") for i in range(checked.relations[q].arity))
+        rules.append(Rule(name, (("v", "X"),), (BodyAtom(q, args),)))
+    return rules
+
+
 def world_parts(sketch: ast.Sketch) -> list[list[ast.World]]:
     """Each world's parts: the top level alone, or the shared top level plus one ``.world`` block."""
     shared, *own = sketch.worlds
@@ -115,7 +124,7 @@ def ground_worlds(
     for parts in world_parts(checked.sketch):
         world = parts[-1]
         facts, rules = world_program(checked, parts, symbols, fact_dir, diags, memory_limit, texts)
-        db = evaluate(facts, rules)
+        db = evaluate(facts, rules + projection_rules(checked))
         examples = [
             (e.atom.predicate, tuple(symbols.intern(a.value) for a in e.atom.args), e.positive, e.span)
             for e in world.examples

@@ -40,7 +40,10 @@ class InputAtom:
     def binds(self, var: int) -> bool:
         """Whether the atom, where true, confines ``var`` for substitution pruning: it mentions ``var`` with
         another variable or alone once. ``same(V, V)`` does not: the inequality idiom's reflexive helper
-        holds for every constant, and counting it would keep every substitution."""
+        holds for every constant, and counting it would keep every substitution. Nor does a projection
+        ``edge[0](V)``, which holds wherever ``edge(V, W)`` could bind V."""
+        if projection_of(self.predicate) is not None:
+            return False
         return var in self.vars and (len(self.vars) == 1 or set(self.vars) != {var})
 
 
@@ -254,9 +257,9 @@ class CompiledProgram:
         pruned = sum(n for w in self.worlds for n in w.pruned.values())
         entries = sum(int(a.size) for w in self.worlds for k, a in w.arrays.items() if k.endswith("/gather"))
         return {
-            "predicates": len(self.relations),
+            "predicates": sum(projection_of(name) is None for name in self.relations),
             "learned": sorted(self.learned),
-            "strata": self.strata,
+            "strata": [s for s in ([n for n in st if projection_of(n) is None] for st in self.strata) if s],
             "recursive": self.recursive,
             "worlds": len(self.worlds),
             "steps": self.steps,
@@ -381,6 +384,20 @@ class CompiledProgram:
             whole,
             meta.get("noise"),
         )
+
+
+def projected(relation: str, position: int) -> str:
+    """The name of ``relation``'s projection onto argument ``position``: ``edge[0](X)`` holds where ``edge(X, _)``
+    does. Brackets stand in no declared name, so the two never meet; learned rules are written with ``_``."""
+    return f"{relation}[{position}]"
+
+
+def projection_of(name: str) -> tuple[str, int] | None:
+    """(relation, position) of a :func:`projected` name; None for a declared relation."""
+    if not name.endswith("]") or "[" not in name:
+        return None
+    relation, _, position = name[:-1].rpartition("[")
+    return relation, int(position)
 
 
 def var_name(index: int) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from nlndl.compiler.crisp import Arg, BodyAtom, Database, Rule
-from nlndl.compiler.ir import CompiledProgram
+from nlndl.compiler.ir import CompiledProgram, projection_of
 from nlndl.compiler.symbols import SymbolTable
 
 SAFE = re.compile(r"^[a-z][A-Za-z0-9_]*$")
@@ -26,7 +26,8 @@ class Names:
     @classmethod
     def for_program(cls, program: CompiledProgram) -> Names:
         """The names of ``program``'s relations, worked out once per program."""
-        return program.once("names", lambda: cls.for_relations(list(program.relations)))
+        declared = [name for name in program.relations if projection_of(name) is None]  # edge[0] is written edge(X, _)
+        return program.once("names", lambda: cls.for_relations(declared))
 
     @classmethod
     def for_relations(cls, relations: list[str]) -> Names:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from nlndl import __version__
 from nlndl.compiler.crisp import Rule
-from nlndl.compiler.ir import CompiledProgram
+from nlndl.compiler.ir import CompiledProgram, projection_of
 from nlndl.datalog import Names, facts_lines, render
 from nlndl.verify import checked_worlds
 
@@ -59,7 +59,9 @@ def planned_paths(stem: str, program: CompiledProgram) -> tuple[list[str], list[
         files.append(f"{stem}.{world.name}.facts.lp")
         dirs.append(f"{stem}.{world.name}.facts")
         files += [
-            f"{stem}.{world.name}.facts/{names(name)}.facts" for name in world.layout if name not in program.learned
+            f"{stem}.{world.name}.facts/{names(name)}.facts"
+            for name in world.layout
+            if name not in program.learned and projection_of(name) is None
         ]
     return files, dirs
 

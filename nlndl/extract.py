@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 
 from nlndl.compiler.crisp import Arg, BodyAtom, Rule
-from nlndl.compiler.ir import CompiledProgram, InputAtom, LearnedIR, var_name
+from nlndl.compiler.ir import CompiledProgram, InputAtom, LearnedIR, projection_of, var_name
 from nlndl.runtime.formula import selected
 
 Literal = tuple[int, bool]  # (candidate atom index, negated)
@@ -59,7 +59,12 @@ def to_rule(ir: LearnedIR, body: list[Literal]) -> Rule | None:
     for index, negated in body:
         atom: InputAtom = ir.inputs[index]
         args = tuple(_term(v, f, extra, names) for v, f in zip(atom.vars, atom.funcs, strict=True))
-        atoms.append(BodyAtom(atom.predicate, args, negated))
+        projection = projection_of(atom.predicate)
+        if projection is None:
+            atoms.append(BodyAtom(atom.predicate, args, negated))
+        else:  # edge[0](A) is written edge(A, _)
+            relation, position = projection
+            atoms.append(BodyAtom(relation, (("v", "_"),) * position + args + (("v", "_"),) * (1 - position), negated))
     head = tuple(("v", var_name(i)) for i in range(ir.arity))
     rule = Rule(ir.predicate, head, tuple(extra + atoms))
     return rule if is_safe(rule) else None

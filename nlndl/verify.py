@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from nlndl.compiler.crisp import BodyAtom, Database, Rule, derived_at, evaluate, reads_no_head
-from nlndl.compiler.ir import CompiledProgram, WholeWorld, WorldIR
+from nlndl.compiler.ir import CompiledProgram, WholeWorld, WorldIR, projection_of
 from nlndl.compiler.path_join import PathJoin
 from nlndl.compiler.symbols import SymbolTable
 from nlndl.datalog import Names, clingo_program
@@ -122,11 +122,13 @@ class Score:
 
 
 def world_facts(program: CompiledProgram, world: WorldIR) -> Database:
-    """The world's true extensional atoms, by relation (learned relations start empty)."""
-    facts: Database = {name: set() for name in world.layout}
+    """The world's true extensional atoms, by relation (learned relations start empty; a projection such as
+    ``edge[0]`` left out: the rules say ``edge(X, _)``)."""
+    facts: Database = {name: set() for name in world.layout if projection_of(name) is None}
     for slot in np.flatnonzero(world.valuation[: world.atoms - 1] > 0):
         name, args = world.decode_slot(int(slot))
-        facts[name].add(args)
+        if name in facts:
+            facts[name].add(args)
     return facts
 
 
@@ -143,8 +145,12 @@ def closed_sizes(program: CompiledProgram, world: WorldIR) -> dict[str, int]:
 
 
 def whole_facts(world: WholeWorld) -> Database:
-    """A whole world's facts, by relation."""
-    return {k[len("facts/") :]: set(map(tuple, v.tolist())) for k, v in world.arrays.items() if k.startswith("facts/")}
+    """A whole world's facts, by relation (projections left out, as in :func:`world_facts`)."""
+    return {
+        k[len("facts/") :]: set(map(tuple, v.tolist()))
+        for k, v in world.arrays.items()
+        if k.startswith("facts/") and projection_of(k[len("facts/") :]) is None
+    }
 
 
 def whole_examples(world: WholeWorld) -> tuple[set[GroundAtom], set[GroundAtom]]:

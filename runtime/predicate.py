@@ -6,9 +6,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from nlndl.compiler.ir import LearnedIR
+from nlndl.compiler.ir import LearnedIR, projection_of
 from nlndl.runtime.config import ChainConfig
-from nlndl.runtime.init import initialise
+from nlndl.runtime.init import initialise, logit
 from nlndl.runtime.nln import (
     Fuzzy,
     Prepared,
@@ -20,6 +20,8 @@ from nlndl.runtime.nln import (
     split_nln_forward,
 )
 from nlndl.runtime.sparse_crisp import SparseCrisp
+
+PROJECTION_INIT = 1e-3  # a projection's initial membership: near off, so that it does not drag the other literals
 
 
 class SafetyGate(nn.Module):
@@ -83,11 +85,19 @@ class PredicateFunction(nn.Module):
         columns = (lambda idx: idx + [n + i for i in idx]) if ir.negation else (lambda idx: idx)
         self.register_buffer("crisp_columns", torch.tensor(columns(crisp), dtype=torch.long), persistent=False)
         self.register_buffer("fuzzy_columns", torch.tensor(columns(fuzzy), dtype=torch.long), persistent=False)
-        # negated columns of predicates that depend on this one (stratified negation) have membership 0
+        # negated columns of predicates that depend on this one (stratified negation) have membership 0, and so
+        # do the positive columns of projections (edge[0](A), that is edge(A, _)), which are there to be negated
         allowed = None
-        if ir.negation and any(a.predicate not in ir.negated for a in ir.inputs):
-            allowed = torch.tensor([1.0] * n + [float(a.predicate in ir.negated) for a in ir.inputs])
+        positive = [float(projection_of(a.predicate) is None) for a in ir.inputs]
+        if ir.negation and (min(positive, default=1.0) == 0 or any(a.predicate not in ir.negated for a in ir.inputs)):
+            allowed = torch.tensor(positive + [float(a.predicate in ir.negated) for a in ir.inputs])
         self.register_buffer("allowed", allowed, persistent=False)
+        # a projection's two columns leave the initial memberships of the others as they were without it
+        # a projection's columns start near off, and the others are drawn as if it were not there, so that a
+        # predicate that does not need it learns as it would without it
+        projections = set(columns([i for i, a in enumerate(ir.inputs) if projection_of(a.predicate) is not None]))
+        own = torch.tensor([c for c in range(width) if c not in projections], dtype=torch.long)
+        self.own_columns = own if projections else None
         self.reset(torch.arange(config.restarts))
 
     def reset(self, restarts: torch.Tensor, generator: torch.Generator | None = None) -> None:
@@ -102,7 +112,13 @@ class PredicateFunction(nn.Module):
         others: a fresh draw for every term of each restart, copied where flagged."""
         for k, flags in zip(restarts.tolist(), terms.to(self.inner.device), strict=True):
             inner, outer = torch.empty_like(self.inner[k]), torch.empty_like(self.outer[k])
-            initialise(inner, self.inner_init, self.c, generator)
+            if self.own_columns is None:
+                initialise(inner, self.inner_init, self.c, generator)
+            else:  # the other columns drawn as without the projections, which start near off
+                own = torch.empty(inner.shape[0], len(self.own_columns), dtype=inner.dtype)
+                initialise(own, self.inner_init, self.c, generator)
+                inner.fill_(logit(PROJECTION_INIT) / self.c)
+                inner[:, self.own_columns] = own.to(inner.device)
             initialise(outer, self.outer_init, self.c, generator)
             self.inner[k] = torch.where(flags[:, None], inner, self.inner[k])
             self.outer[k] = torch.where(flags, outer, self.outer[k])

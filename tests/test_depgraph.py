@@ -46,10 +46,10 @@ def test_learned_negation_leaves_out_the_predicates_that_depend_on_it(tmp_path):
         '.pos p("x","y"). .pos q("x").\n'
     )
     program = compile_sketch(path)
-    assert program.learned["p"].negated == ("e", "m")
+    assert program.learned["p"].negated == ("e", "m", "e[0]", "e[1]"), "and e(X, _), e(_, X)"
     assert program.learned["q"].negated == ()
     negative = {(src, dst) for src, dst, negated in program.dependencies if negated}
-    assert negative == {("e", "p"), ("m", "p")}
+    assert negative == {("e", "p"), ("m", "p"), ("e[0]", "p"), ("e[1]", "p")}
     assert {"p", "q"} <= set(program.recursive)
 
 
@@ -68,6 +68,9 @@ REACH = (
 )
 
 
+EDGE_NODE = ("edge", "node", "edge[0]", "edge[1]")  # edge's projections: edge(X, _) and edge(_, X)
+
+
 def test_a_default_body_leaves_out_the_learned_predicates_that_negate(tmp_path):
     """reach's default body (every relation) would read unreach, making the two one recursive component that
     unreach may not negate; without negation of its own, reach leaves the negating unreach out, so unreach may
@@ -76,15 +79,15 @@ def test_a_default_body_leaves_out_the_learned_predicates_that_negate(tmp_path):
     path.write_text(REACH.format(learns=".learn reach(vars=3)\n.learn unreach(vars=2, negation)"))
     program = compile_sketch(path)
     assert _read(program, "reach") == {"edge", "node", "reach"}
-    assert _read(program, "unreach") == {"edge", "node", "reach", "unreach"}
-    assert program.learned["unreach"].negated == ("edge", "node", "reach")
+    assert _read(program, "unreach") == {"edge", "node", "reach", "unreach", "edge[0]", "edge[1]"}
+    assert program.learned["unreach"].negated == ("edge", "node", "reach", "edge[0]", "edge[1]")
     path.write_text(REACH.format(learns=".learn reach(vars=3, body=[edge, reach, unreach])\n.learn unreach(negation)"))
     program = compile_sketch(path)
-    assert "unreach" in _read(program, "reach") and program.learned["unreach"].negated == ("edge", "node")
+    assert "unreach" in _read(program, "reach") and program.learned["unreach"].negated == EDGE_NODE
     path.write_text(REACH.format(learns=".learn reach(vars=3, negation)\n.learn unreach(vars=2, negation)"))
     program = compile_sketch(path)  # both negate: each reads the other, and neither negates the other
-    assert program.learned["reach"].negated == ("edge", "node")
-    assert program.learned["unreach"].negated == ("edge", "node")
+    assert program.learned["reach"].negated == EDGE_NODE
+    assert program.learned["unreach"].negated == EDGE_NODE
 
 
 def _read(program, predicate: str) -> set[str]:  # noqa: ANN001
