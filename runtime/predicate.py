@@ -88,16 +88,16 @@ class PredicateFunction(nn.Module):
         # negated columns of predicates that depend on this one (stratified negation) have membership 0, and so
         # do the positive columns of projections (edge[0](A), that is edge(A, _)), which are there to be negated
         allowed = None
-        positive = [float(projection_of(a.predicate) is None) for a in ir.inputs]
-        if ir.negation and (min(positive, default=1.0) == 0 or any(a.predicate not in ir.negated for a in ir.inputs)):
+        projected = [i for i, a in enumerate(ir.inputs) if projection_of(a.predicate) is not None]
+        if ir.negation and (projected or any(a.predicate not in ir.negated for a in ir.inputs)):
+            positive = [float(i not in projected) for i in range(n)]
             allowed = torch.tensor(positive + [float(a.predicate in ir.negated) for a in ir.inputs])
         self.register_buffer("allowed", allowed, persistent=False)
-        # a projection's two columns leave the initial memberships of the others as they were without it
         # a projection's columns start near off, and the others are drawn as if it were not there, so that a
         # predicate that does not need it learns as it would without it
-        projections = set(columns([i for i, a in enumerate(ir.inputs) if projection_of(a.predicate) is not None]))
+        projections = set(columns(projected))
         own = torch.tensor([c for c in range(width) if c not in projections], dtype=torch.long)
-        self.own_columns = own if projections else None
+        self.register_buffer("own_columns", own if projections else None, persistent=False)
         self.reset(torch.arange(config.restarts))
 
     def reset(self, restarts: torch.Tensor, generator: torch.Generator | None = None) -> None:
