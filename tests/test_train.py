@@ -485,6 +485,14 @@ def test_bench_ilp_refuses_a_device_it_cannot_use(tmp_path):
     assert not (tmp_path / "r.json").exists()
 
 
+def test_bench_ilp_names_the_tasks_it_does_not_know(tmp_path):
+    """One unknown name among known ones is an error, not a smaller benchmark."""
+    args = ["bench", "ilp", "--tasks", "predecessor", "--tasks", "dilp/length", "--tasks", "Length"]
+    result = runner.invoke(app, [*args, "--examples", str(ILP), "--json", str(tmp_path / "r.json")])
+    assert result.exit_code == 1 and "no task matches dilp/length (the tasks' folders: " in result.output
+    assert not (tmp_path / "r.json").exists()
+
+
 def test_bench_ilp_logs_one_line_per_run_off_a_terminal(tmp_path):
     result = runner.invoke(
         app, ["bench", "ilp", "--tasks", "predecessor", "--seeds", "2", "--examples", str(ILP), "--max-iters", "40"]

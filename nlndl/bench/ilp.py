@@ -83,15 +83,22 @@ def find_tasks(root: Path) -> list[Task]:
     return tasks
 
 
+def _keys(task: Task) -> set[str]:
+    """The names ``--tasks`` finds a task by: its name, the last part of it, and its folder."""
+    return {task.name.lower(), task.name.split("/")[-1].lower(), task.sketch.parent.name.lower()}
+
+
 def select(tasks: list[Task], wanted: list[str] | None) -> list[Task]:
     if not wanted:
         return [t for t in tasks if t.default]
     keys = {w.lower() for w in wanted}
-    return [
-        t
-        for t in tasks
-        if t.name.lower() in keys or t.sketch.parent.name in keys or t.name.split("/")[-1].lower() in keys
-    ]
+    return [t for t in tasks if _keys(t) & keys]
+
+
+def unmatched(tasks: list[Task], wanted: list[str] | None) -> list[str]:
+    """The names in ``wanted`` that no task answers to (see :func:`select`)."""
+    known = set().union(*(_keys(t) for t in tasks))
+    return [w for w in wanted or [] if w.lower() not in known]
 
 
 def run(

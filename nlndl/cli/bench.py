@@ -102,9 +102,12 @@ def bench_ilp(
     device_option(device)
     if not examples.is_dir():
         fail(f"{examples}: {NO_EXAMPLES}")
-    chosen = ilp.select(ilp.find_tasks(examples), tasks)
-    if not chosen:
-        fail(f"error: no task matches {', '.join(tasks or [])}")
+    found = ilp.find_tasks(examples)
+    unknown = ilp.unmatched(found, tasks)
+    if unknown:
+        names = ", ".join(sorted({t.sketch.parent.name for t in found}))
+        fail(f"error: no task matches {', '.join(unknown)} (the tasks' folders: {names})")
+    chosen = ilp.select(found, tasks)
     with progress_bar(len(chosen) * seeds, quiet) as tell:
         # the JSON is rewritten after every run, so that an interrupted benchmark keeps what it finished
         checkpoint = (lambda report: write_json(json_path, record(report))) if json_path is not None else None
