@@ -96,13 +96,12 @@ def world_program(
     return facts, rules
 
 
-def projection_rules(checked: Checked) -> list[Rule]:
-    """``edge[0](X) :- edge(X, _).`` for each projection a learned predicate may negate (see Checked)."""
-    rules = []
+def project(checked: Checked, db: Database) -> None:
+    """Fill each projection a learned predicate may negate (see Checked) from ``db``'s facts, in place:
+    ``edge[0]`` holds X where ``edge(X, _)`` does. Only facts define a projected relation, so projecting after
+    the background closure is the same as deriving it there; a subgraph projects its own facts."""
     for name, (q, position) in checked.projections.items():
-        args = tuple(("v", "X") if i == position else ("v", "_") for i in range(checked.relations[q].arity))
-        rules.append(Rule(name, (("v", "X"),), (BodyAtom(q, args),)))
-    return rules
+        db[name] = {(fact[position],) for fact in db[q]}
 
 
 def world_parts(sketch: ast.Sketch) -> list[list[ast.World]]:
@@ -124,7 +123,8 @@ def ground_worlds(
     for parts in world_parts(checked.sketch):
         world = parts[-1]
         facts, rules = world_program(checked, parts, symbols, fact_dir, diags, memory_limit, texts)
-        db = evaluate(facts, rules + projection_rules(checked))
+        db = evaluate(facts, rules)
+        project(checked, db)
         examples = [
             (e.atom.predicate, tuple(symbols.intern(a.value) for a in e.atom.args), e.positive, e.span)
             for e in world.examples

@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from nlndl.compiler.check import Checked, LearnSpec
-from nlndl.compiler.ground import GroundWorld, count_inputs, input_list, readable, world_domains
+from nlndl.compiler.ground import GroundWorld, count_inputs, input_list, project, readable, world_domains
 from nlndl.compiler.ir import WholeWorld
 from nlndl.compiler.lowering import MAX_INPUTS
 from nlndl.defaults import (
@@ -323,8 +323,7 @@ def subgraph(
         start = around_given(checked, world, entities, rng, nearest=not noisy)
     keep = choose(world, learned, entities, rng, start, origins)
     db = {name: {f for f in rel if all(c in keep for c in f)} for name, rel in world.db.items()}
-    for name, (q, position) in checked.projections.items():  # edge(X, _) over the subgraph's edges, as rules read it
-        db[name] = {(f[position],) for f in db[q]}
+    project(checked, db)  # edge(X, _) over the subgraph's edges, as the written rules read it there
     examples = [e for e in world.examples if all(c in keep for c in e[1])]
     return GroundWorld(world.name, world.span, db, examples, world_domains(checked, db, examples)), keep
 
