@@ -104,3 +104,26 @@ def closed_atoms(closed: set[str], samples: dict[str, int], given_atoms: dict, g
         free = grids[name] - flat.size
         total += min(free, samples[name] * int((labels > 0.5).sum())) if name in samples else free
     return total
+
+
+def unlabel(
+    labelled: dict[str, tuple[np.ndarray, np.ndarray]],
+    types: dict[str, tuple[str, ...]],
+    domains: dict[str, list[int]],
+    unlabelled: frozenset[int],
+) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], dict[str, np.ndarray]]:
+    """The examples over none of the ``unlabelled`` constants, and per predicate the grid indices of those
+    over one or more (a subgraph's, see compiler.subgraph.cut_short): neither positive nor negative there."""
+    if not unlabelled:
+        return labelled, {}
+    marked = np.array(sorted(unlabelled), dtype=np.int64)
+    kept, aside = {}, {}
+    for name, (flat, labels) in labelled.items():
+        shape = tuple(len(domains[t]) for t in types[name])
+        over = np.zeros(flat.size, dtype=bool)
+        for t, position in zip(types[name], np.unravel_index(flat, shape), strict=True):
+            over |= np.isin(np.asarray(domains[t], dtype=np.int64)[position], marked)
+        kept[name] = (flat[~over], labels[~over])
+        if over.any():
+            aside[name] = flat[over]
+    return kept, aside

@@ -36,6 +36,9 @@ class GroundWorld:
     examples: list[examples.Example]
     domains: dict[str, list[int]]
     read: dict[str, np.ndarray] = field(default_factory=dict, repr=False)  # see fact_positions
+    # a subgraph's constants whose projections its facts read otherwise than the whole world's (see
+    # compiler.subgraph.cut_short): its example atoms over them are unlabelled there, neither positive nor negative
+    unlabelled: frozenset[int] = frozenset()
 
     @cached_property
     def positions(self) -> dict[str, dict[int, int]]:

@@ -115,6 +115,9 @@ def layout_slots(entry: RelationLayout, keys: np.ndarray | None, flat: np.ndarra
     return np.where(keys[rank] == flat, entry.offset + rank, false_slot)
 
 
+UNLABELLED = "unlabelled/slots"  # WorldIR.unlabelled_slots
+
+
 @dataclass
 class WorldIR:
     """One world: its valuation layout, domains, and per learned predicate the index arrays."""
@@ -156,6 +159,12 @@ class WorldIR:
     @property
     def example_labels(self) -> np.ndarray:
         return self.arrays["examples/labels"]
+
+    @property
+    def unlabelled_slots(self) -> np.ndarray:
+        """A subgraph's atoms of learned predicates that it cannot label (compiler.subgraph.cut_short): no
+        example, and in a closed world no negative either."""
+        return self.arrays.get(UNLABELLED, np.zeros(0, dtype=np.int64))
 
     def run_slots(self, learned: dict[str, LearnedIR]) -> np.ndarray:
         """The slots, ascending, of the valuation a training run updates step by step: every learned relation's

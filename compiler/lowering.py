@@ -23,7 +23,7 @@ from nlndl.compiler import examples
 from nlndl.compiler.check import Checked, LearnSpec
 from nlndl.compiler.diagnostics import Diagnostics, Span, size_text
 from nlndl.compiler.ground import GroundWorld, count_inputs, input_list, readable
-from nlndl.compiler.ir import InputAtom, LearnedIR, WorldIR
+from nlndl.compiler.ir import UNLABELLED, InputAtom, LearnedIR, WorldIR
 from nlndl.compiler.join import JoinTooLarge, joinable, kept_by_join, sorted_unique
 from nlndl.compiler.layout import DENSE_ATOMS, Layout, fact_keys, valuation
 from nlndl.compiler.layout import build as layout_build
@@ -549,7 +549,10 @@ def lower(
             subst[p], dropped[p] = int(kept[p].size), int(low.total - kept[p].size)
         dnf = [p for p, spec in checked.learned.items() if spec.form == "dnf"]  # a CNF has no safety gate
         heads = {p: derivable_heads(checked.learned[p], inputs[p], arrays, learned) for p in dnf}
+        labelled, aside = examples.unlabel(labelled, types, world.domains, world.unlabelled)
         arrays.update(example_arrays(layout, labelled))
+        if aside:  # a subgraph's atoms that it cannot label: unknown to training and its checks
+            arrays[UNLABELLED] = np.sort(np.concatenate([layout.slots(name, flat) for name, flat in aside.items()]))
         mine = set(arrays["examples/slots"].tolist()) if shard[1] > 1 else None
         facts = None if functions else known[i] if known is not None else world.fact_constants(learned)
         underivable(world, layout, heads, diags, mine, facts, sampled=known is not None)

@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from nlndl.compiler.check import Checked, LearnSpec
+from nlndl.compiler.crisp import Database
 from nlndl.compiler.ground import GroundWorld, count_inputs, input_list, project, readable, world_domains
 from nlndl.compiler.ir import WholeWorld
 from nlndl.compiler.lowering import MAX_INPUTS
@@ -31,6 +32,7 @@ from nlndl.defaults import (
     SUBGRAPH_ENTRIES,
     SUBGRAPH_GRID,
     SUBGRAPH_LANDMARK,
+    SUBGRAPH_MOST,
     SUBGRAPH_TRY,
     SUBGRAPH_WORK,
 )
@@ -122,13 +124,14 @@ def landmarks(world: GroundWorld, learned: set[str]) -> list[int]:
 def auto_entities(checked: Checked) -> int:
     """The constants of an automatic subgraph: those whose grid is about SUBGRAPH_GRID at the learned
     predicates' most variables, fewer where a predicate's grid times its candidate atoms would pass
-    SUBGRAPH_ENTRIES."""
+    SUBGRAPH_ENTRIES, and never more than SUBGRAPH_MOST: at two variables the grid would allow 512, whose
+    iterations take seconds, where 64 show a rule as well (counterexamples grow it where they do not)."""
     most = max(len(spec.var_types) for spec in checked.learned.values())
     entities = round(SUBGRAPH_GRID ** (1 / most))
     for spec in checked.learned.values():
         atoms = max(candidate_atoms(spec, checked), 1)
         entities = min(entities, round((SUBGRAPH_ENTRIES / atoms) ** (1 / len(spec.var_types))))
-    return max(MIN_ENTITIES, entities)
+    return max(MIN_ENTITIES, min(entities, SUBGRAPH_MOST))
 
 
 def constants(world: GroundWorld) -> np.ndarray:
@@ -304,6 +307,18 @@ def grow(
     return kept | set(nodes[sorted(added)].tolist())
 
 
+def cut_short(checked: Checked, world: GroundWorld, db: Database) -> set[int]:
+    """The constants whose projections the subgraph's facts ``db`` read otherwise than the whole world's: a
+    person whose children it left out is childless there (``!parent(A, _)``) but not in the world, so no rule
+    could fit both what the subgraph says of such a constant and its label (a closed world's negatives among
+    them); its example atoms are left unlabelled there (lowering). Every other atom over the subgraph's
+    constants holds there as in the whole world: its facts are the world's facts among them."""
+    cut: set[int] = set()
+    for name in checked.projections:
+        cut.update(c for (c,) in world.db[name] - db[name])
+    return cut
+
+
 def subgraph(
     checked: Checked,
     world: GroundWorld,
@@ -325,7 +340,9 @@ def subgraph(
     db = {name: {f for f in rel if all(c in keep for c in f)} for name, rel in world.db.items()}
     project(checked, db)  # edge(X, _) over the subgraph's edges, as the written rules read it there
     examples = [e for e in world.examples if all(c in keep for c in e[1])]
-    return GroundWorld(world.name, world.span, db, examples, world_domains(checked, db, examples)), keep
+    domains = world_domains(checked, db, examples)
+    cut = frozenset(cut_short(checked, world, db) & keep)
+    return GroundWorld(world.name, world.span, db, examples, domains, unlabelled=cut), keep
 
 
 def whole_world(checked: Checked, world: GroundWorld, sampled: GroundWorld) -> WholeWorld:

@@ -18,6 +18,7 @@ SUBGRAPH_WORK = 2**24  # ... and sampled where its index entries x steps pass th
 SUBGRAPH_TRY = 2**31  # ... or sampled at once past this many unpruned substitutions ...
 SUBGRAPH_GRID = 2**18  # ... down to the constants whose grid is about this (64 constants at 3 variables) ...
 SUBGRAPH_ENTRIES = 2**23  # ... or fewer, where the grid times a predicate's candidate atoms would pass this
+SUBGRAPH_MOST = 64  # ... and at most this many (what 3 variables get; 1 or 2 would get hundreds more)
 SUBGRAPH_DEEP = 16  # auto: recursion deeper than this many steps over forest-shaped facts trains on this many constants
 SUBGRAPH_LANDMARK = 2  # ... drawn first around the constants of unary facts no more than this many (zero, nil)
 

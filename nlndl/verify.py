@@ -195,9 +195,16 @@ def _checked_worlds(program: CompiledProgram, whole: bool) -> list[CheckedWorld]
     if whole and program.whole:
         return [CheckedWorld(whole_facts(w), *whole_examples(w), w.closed, set()) for w in program.whole]
     return [
-        CheckedWorld(world_facts(program, w), *world_examples(w), closed_sizes(program, w), set().union(*held_out(w)))
+        CheckedWorld(world_facts(program, w), *world_examples(w), closed_sizes(program, w), unknown_atoms(w))
         for w in program.worlds
     ]
+
+
+def unknown_atoms(world: WorldIR) -> set[GroundAtom]:
+    """A world's atoms that are neither positive nor negative examples: the validation examples held out and a
+    subgraph's atoms that it cannot label (WorldIR.unlabelled_slots)."""
+    unlabelled = {world.decode_slot(int(slot)) for slot in world.unlabelled_slots.tolist()}
+    return set().union(*held_out(world), unlabelled)
 
 
 def shard_examples(worlds: list[CheckedWorld]) -> list[tuple[set[GroundAtom], ...]]:

@@ -11,8 +11,10 @@ from typer.testing import CliRunner
 from nlndl.cli import app
 from nlndl.compiler import compile_sketch
 from nlndl.compiler.ir import InputAtom, projected, projection_of
+from nlndl.rules import rules_from_text
 from nlndl.runtime.chain import ChainConfig, ForwardChainer
 from nlndl.runtime.predicate import PROJECTION_INIT
+from nlndl.verify import checked_worlds, clingo_score, crisp_score, whole_facts, world_facts
 
 runner = CliRunner()
 
@@ -134,3 +136,39 @@ def test_a_subgraph_projects_its_own_facts(tmp_path):
         true.setdefault(name, set()).add(args)
     assert true.get("parent[0]", set()) == {(a,) for a, _ in true.get("parent", set())}
     assert true.get("parent[1]", set()) == {(b,) for _, b in true.get("parent", set())}
+
+
+@pytest.mark.parametrize("seed", range(1, 5))
+def test_a_subgraph_leaves_unlabelled_the_atoms_over_constants_it_cut_off(tmp_path, seed):
+    """A person whose children (or parent) the subgraph left out reads otherwise there than in the whole world
+    (childless there, not in it): its childless atom is neither a positive nor one of the closed world's
+    negatives on the subgraph, for training and for its checks alike; every other atom keeps its label."""
+    program = compile_sketch(write(tmp_path, CHILDLESS), subgraph=5, seed=seed)
+    world, whole = program.worlds[0], program.whole[0]
+    facts = world_facts(program, world)["parent"]
+    everywhere = whole_facts(whole)["parent"]
+    kept = {c for slot in world.example_slots.tolist() for c in world.decode_slot(slot)[1]}
+    kept |= {c for slot in world.unlabelled_slots.tolist() for c in world.decode_slot(slot)[1]}
+    cut = {
+        c
+        for c in kept
+        for position in (0, 1)
+        if any(f[position] == c for f in everywhere) and not any(f[position] == c for f in facts)
+    }
+    unlabelled = {world.decode_slot(slot) for slot in world.unlabelled_slots.tolist()}
+    assert cut and unlabelled == {("childless", (c,)) for c in cut}
+    labelled = {world.decode_slot(slot) for slot in world.example_slots.tolist()}
+    assert len(labelled) == len(kept - cut) and not labelled & unlabelled
+    (checked,) = checked_worlds(program)
+    assert checked.unknown == unlabelled
+
+
+@pytest.mark.parametrize("seed", range(1, 5))
+def test_the_rule_of_the_whole_world_fits_a_subgraph_that_cuts_children_off(tmp_path, seed):
+    """On a subgraph of 5 of 8 people the rule that holds on the whole world makes no mistake, by nlndl's
+    evaluator and by clingo: the people whose children the subgraph left out, childless there, are no
+    closed-world negatives there (before, they were, and no rule could fit the subgraph)."""
+    program = compile_sketch(write(tmp_path, CHILDLESS), subgraph=5, seed=seed)
+    rules = rules_from_text("childless(A) :- person(A), !parent(A, _).\n", program, "rule")
+    assert crisp_score(program, rules).solved and clingo_score(program, rules).solved
+    assert clingo_score(program, rules, whole=True).solved
