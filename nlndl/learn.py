@@ -221,7 +221,8 @@ class Learner:
         # every process runs the near-misses' crisp passes, each on its shard; the leader scores alone
         near = sorted(set(fewest) | set(misses[:PRUNED_PER_CHECK]))
         drops = {r: drop_parts(model, r, threshold, int(grid_wrong[r]), atoms=True) for r in near}
-        winner = self.score(model, order, grid_wrong, drops) if collective.leader else None
+        missing = set(torch.nonzero((derived == 0) & (missed > 0)).flatten().tolist())
+        winner = self.score(model, order, grid_wrong, drops, missing) if collective.leader else None
         return collective.decide(winner)
 
     def peek(self, model: ForwardChainer, losses: torch.Tensor) -> int | None:
@@ -263,9 +264,11 @@ class Learner:
         order: list[int],
         grid_wrong: torch.Tensor,
         drops: dict[int, tuple[Drops, int]],
+        missing: frozenset[int] | set[int] = frozenset(),
     ) -> int | None:
         """The scoring half of :meth:`check`, on the leader: ``order`` by loss, ``grid_wrong`` the crisp
-        mistakes per restart, ``drops`` the near-misses' (:func:`drop_parts`)."""
+        mistakes per restart, ``drops`` the near-misses' (:func:`drop_parts`), ``missing`` the restarts whose
+        crisp programs only miss positive examples (:meth:`fits_whole`)."""
         threshold = self.config.threshold
         if self.config.clauses:  # every restart's clauses, from one read of the memberships
             weights = all_memberships(model)
@@ -291,6 +294,8 @@ class Learner:
                 accuracy = 1.0 - wrong / max(examples, 1)
                 if self.best is None or accuracy > self.best[0]:
                     self.best, self.best_restart = (accuracy, self.rules(model, restart, dropped), None), restart
+                    if restart in missing and self.fits_whole():
+                        return restart
                 continue
             rules = self.rules(model, restart, dropped)
             key = tuple(render(r) for r in rules)
@@ -341,6 +346,20 @@ class Learner:
                 return self.accepted[0]
             raise Converged  # the pool has stopped growing: nothing new to read out
         return None
+
+    def fits_whole(self) -> bool:
+        """Trained on subgraphs without noise: whether the best rules, which miss positive examples of the
+        subgraph but derive no negative one, hold on the whole worlds (the subgraph may lack the facts that
+        derive those positives), simplified there as a winner is. Checked as the best improves, rather than
+        only once training has stalled on the subgraph (:meth:`outgrown`)."""
+        if not self.program.whole or self.allowance.total or self.best is None:
+            return False
+        rules = self.best[1]
+        if not self.whole_score(rules).solved:
+            return False
+        simple = simplify(rules, lambda trial: self.whole_score(trial).solved)
+        self.best = (1.0, simple, self.whole_score(simple))
+        return True
 
     def outgrown(self) -> int | None:
         """Training has stalled on a subgraph, with no rules accepted: the best rules' restart where they hold on
