@@ -354,7 +354,10 @@ class Learner:
         only once training has stalled on the subgraph (:meth:`outgrown`)."""
         if not self.program.whole or self.allowance.total or self.best is None:
             return False
-        rules = self.best[1]
+        return self.won_whole(self.best[1])
+
+    def won_whole(self, rules: list[Rule]) -> bool:
+        """Whether ``rules`` hold on the whole worlds; if so they are the best, simplified there."""
         if not self.whole_score(rules).solved:
             return False
         simple = simplify(rules, lambda trial: self.whole_score(trial).solved)
@@ -374,9 +377,7 @@ class Learner:
         if noise and Allowance.of_score(score, noise).admits(score):
             self.accept(self.best_restart, rules, score)
             return None
-        if score.solved:
-            simple = simplify(rules, lambda trial: self.whole_score(trial).solved)
-            self.best = (1.0, simple, self.whole_score(simple))
+        if self.won_whole(rules):
             return self.best_restart
         if any(score.counterexamples):
             raise Outgrown(score)
