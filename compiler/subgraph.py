@@ -307,16 +307,16 @@ def grow(
     return kept | set(nodes[sorted(added)].tolist())
 
 
-def cut_short(checked: Checked, world: GroundWorld, db: Database) -> set[int]:
-    """The constants whose projections the subgraph's facts ``db`` read otherwise than the whole world's: a
-    person whose children it left out is childless there (``!parent(A, _)``) but not in the world, so no rule
-    could fit both what the subgraph says of such a constant and its label (a closed world's negatives among
-    them); its example atoms are left unlabelled there (lowering). Every other atom over the subgraph's
-    constants holds there as in the whole world: its facts are the world's facts among them."""
+def cut_short(checked: Checked, world: GroundWorld, db: Database, keep: set[int]) -> frozenset[int]:
+    """The subgraph's constants (``keep``) whose projections its facts ``db`` read otherwise than the whole
+    world's: a person whose children it left out is childless there (``!parent(A, _)``) but not in the world,
+    so no rule could fit both what the subgraph says of such a constant and its label (a closed world's
+    negatives among them); its example atoms are left unlabelled there (lowering). Every other atom over the
+    subgraph's constants holds there as in the whole world: its facts are the world's facts among them."""
     cut: set[int] = set()
     for name in checked.projections:
-        cut.update(c for (c,) in world.db[name] - db[name])
-    return cut
+        cut.update(c for (c,) in world.db[name] - db[name] if c in keep)
+    return frozenset(cut)
 
 
 def subgraph(
@@ -341,7 +341,7 @@ def subgraph(
     project(checked, db)  # edge(X, _) over the subgraph's edges, as the written rules read it there
     examples = [e for e in world.examples if all(c in keep for c in e[1])]
     domains = world_domains(checked, db, examples)
-    cut = frozenset(cut_short(checked, world, db) & keep)
+    cut = cut_short(checked, world, db, keep)
     return GroundWorld(world.name, world.span, db, examples, domains, unlabelled=cut), keep
 
 
