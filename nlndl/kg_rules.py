@@ -361,6 +361,7 @@ class KGConfig:
     body: int | None = KG_BODY  # relations a clause body reads at most (compiler.triples.body_relations)
     entries: int | None = KG_ENTRIES  # index entries past which a relation is learned under prune=path
     path_length: int = KG_PATH_LENGTH  # the longest counted path rule ranked beside the clauses (nlndl.paths)
+    fit_weights: bool = False  # also rank by the counted rules with weights fitted on held-out triples (bench kg)
 
 
 @dataclass

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-from nlndl import paths
+from nlndl import paths, rule_weights
 from nlndl.cardinality import CLASSES, SHRINK
 from nlndl.compiler.triples import QUERY_SHARE, SPLITS, split_path, standard_layout
 from nlndl.constants import DANGLING, MIN_CORRECT, UNSEEN, ConstantRules
@@ -227,17 +227,24 @@ class Counted:
     chains: set[tuple[paths.Atom, ...]]
     count: int
     floor: np.ndarray | None
+    fitted: rule_weights.Weighed | None = None  # the same rules with fitted weights (KGConfig.fit_weights)
 
 
 def count_paths(graph: Graph, target: str, config: KGConfig, asked: np.ndarray, floor: bool = False) -> Counted:
     """``target``'s path rules of up to ``config.path_length`` atoms for ranking ``asked`` (head, tail) pairs,
-    with the pool's floor (:func:`nlndl.kg_rules.counted_floor`) if ``floor``."""
+    with the pool's floor (:func:`nlndl.kg_rules.counted_floor`) if ``floor``, and with
+    ``config.fit_weights`` the same rules with weights fitted on held-out triples (:mod:`nlndl.rule_weights`)."""
     n = len(graph.entities)
     known = graph.relation_matrix(target)
     rules = Aggregate((n, n), asked[:, 0], asked[:, 1])
     classed = Classed((n, n), known, asked[:, 0], asked[:, 1])
     best = np.zeros(known.nnz, dtype=np.float64) if floor else None
     keys = known_keys(known)
+    fitted = None
+    if config.fit_weights:
+        names, weights = rule_weights.fitted(graph.known_matrices(), target, config.path_length, config.seed)
+        over = rule_weights.RuleSet.over(names, graph.bodies(), target, known, asked[:, 0], asked[:, 1])
+        fitted = rule_weights.Weighed(over, weights, known)
     chains: set[tuple[paths.Atom, ...]] = set()
     count = 0
     for rule in paths.each(graph.known_matrices(), target, config.path_length, config.seed):
@@ -245,10 +252,12 @@ def count_paths(graph: Graph, target: str, config: KGConfig, asked: np.ndarray, 
             raise_floor(best, keys, rule)
         rules.add_entries(rule.rows, rule.columns, rule.confidence)
         classed.add_entries(rule.rows, rule.columns, rule.confidence)
+        if fitted is not None:
+            fitted.take((rule.atoms, rule.reflexive), rule.rows, rule.columns, rule.confidence)
         if not rule.reflexive:
             chains.add(rule.atoms)
         count += 1
-    return Counted(rules, classed, chains, count, best)
+    return Counted(rules, classed, chains, count, best, fitted)
 
 
 def untrained_ranks(graph: Graph, target: str, split: str) -> np.ndarray:
@@ -362,6 +371,12 @@ def rank_relation(
     row["baseline"]["counted_top"] = metrics(ranks["counted"]).to_json()
     row["baseline"]["seconds"] = round(time.perf_counter() - start, 2)  # every ranking (and counting, if done here)
     row["baseline"]["rules"] = counted.count
+    if counted.fitted is not None:
+        test = sorted(graph.pairs(target, (split,)))
+        prior = popularity(graph.relation_matrix(target))
+        ranks["fitted"] = rule_weights.ranked(counted.fitted, test, graph.pairs(target, SPLITS), prior)
+        row["baseline"]["fitted"] = metrics(ranks["fitted"]).to_json()
+        row["baseline"]["seconds"] = round(time.perf_counter() - start, 2)
     row["constant_rules"] = constants.count()
     if learned is not None:
         row["nlndl"] = nlndl_row(graph, learned, found[4:], split)
@@ -385,7 +400,7 @@ def _report(
     (:func:`untrained_ranks`), the same in every ranking."""
     rows, alone_all = [], []
     totals: dict[str, list[np.ndarray]] = {
-        k: [] for k in ("base", "base_or", "base_const", "counted", "nln", "nln_max", "nln_or", "clauses")
+        k: [] for k in ("base", "base_or", "base_const", "counted", "fitted", "nln", "nln_max", "nln_or", "clauses")
     }
     for target in chosen:
         row, ranks = done[target]
@@ -406,6 +421,8 @@ def _report(
     out["baseline_noisy_or"] = metrics(np.concatenate(totals["base_or"])).to_json()
     out["baseline_constants"] = metrics(np.concatenate(totals["base_const"])).to_json()
     out["counted_top"] = metrics(np.concatenate(totals["counted"])).to_json()  # nlndl's ranking without clauses
+    if config.fit_weights:
+        out["counted_fitted"] = metrics(np.concatenate(totals["fitted"])).to_json()
     out["split"] = split  # the triples ranked: test, or valid to tune on
     out["path_length"] = config.path_length
     out["aggregation"] = (
@@ -484,5 +501,9 @@ def markdown(report: dict[str, Any]) -> str:
     if "counted_top" in report:
         width = head.count("|") - 4
         total = ["all: counted rules by top-aggregation", "", *cells(report["counted_top"])]
+        lines.append("| " + " | ".join(total + [""] * (width - 2)) + " |")
+    if "counted_fitted" in report:
+        width = head.count("|") - 4
+        total = ["all: counted rules, weights fitted on held-out triples", "", *cells(report["counted_fitted"])]
         lines.append("| " + " | ".join(total + [""] * (width - 2)) + " |")
     return "\n".join(lines)

@@ -284,6 +284,14 @@ def bench_kg(
     split: Annotated[
         str, typer.Option(help="The triples to rank: test, or valid to tune a setting without seeing test.")
     ] = "test",
+    fit_weights: Annotated[
+        bool,
+        typer.Option(
+            "--fit-weights",
+            help="Also rank by the counted rules with weights fitted on held-out training triples "
+            "(nlndl.rule_weights).",
+        ),
+    ] = False,
     json_path: Annotated[
         Path | None,
         typer.Option(
@@ -311,6 +319,7 @@ def bench_kg(
         pool_patience=patience,
         jobs=job_count,
         path_length=path_length,
+        fit_weights=fit_weights,
     )
     graph = Graph.read(directory, config.memory_limit)
     if split not in ("test", "valid"):
