@@ -27,8 +27,8 @@ from scipy import sparse
 
 from nlndl import cardinality, paths
 from nlndl.constants import Bodies, ConstantRules
-from nlndl.pairs import member
-from nlndl.ranking import DAMPING, TOP, Aggregate, Ranker, Reduced, combined, top_of
+from nlndl.pairs import member, nonzero_keys
+from nlndl.ranking import DAMPING, TOP, Classed, Reduced, ranks_of, top_of
 
 HELD_OUT = 0.3  # the share of a relation's training triples held out to fit its weights
 MOST_HELD = 3000  # and at most this many
@@ -39,7 +39,8 @@ TEMPERATURE = 0.02  # scores (0 to 1) over this are the logits of the cross-entr
 DECAY = 1e-4  # the L2 penalty on the weights
 REORDER = 25  # steps between two sorts of each candidate's rules by membership (top-aggregation's order)
 MIN_HELD = 20  # held-out triples below which no weights are fitted (all 0)
-RECENT = 64  # queries whose candidates Weighed.reduced keeps
+RECENT = 64  # queries whose candidates Weighed.constants keeps
+NONE: Reduced = (np.zeros(0, np.int64), np.zeros((0, TOP)), np.zeros(0))  # no candidate
 
 
 def logit(confidence: np.ndarray) -> np.ndarray:
@@ -240,9 +241,10 @@ def top_weights(keys: np.ndarray, membership: np.ndarray) -> tuple[np.ndarray, n
     return weight, order
 
 
-def fit(entries: Entries, held: np.ndarray, known: set[tuple[int, int]], n: int, size: int) -> np.ndarray:
+def fit(entries: Entries, held: np.ndarray, known: np.ndarray, n: int, size: int) -> np.ndarray:
     """The ``size`` weights that fit ``entries`` to the ``held`` (head, tail) pairs asked both ways; ``known``:
-    the pairs filtered (every known pair of the relation but the answer). Deterministic on the CPU."""
+    the keys (head * n + tail, ascending) of the pairs filtered (every known pair of the relation but the
+    answer). Deterministic on the CPU."""
     import torch  # imported here: ranking without fitted weights needs none of it
 
     keys = entries.keys(n)
@@ -250,8 +252,7 @@ def fit(entries: Entries, held: np.ndarray, known: set[tuple[int, int]], n: int,
     query, candidate = pairs // n, pairs % n
     tail, entity = query // n == 1, query % n
     head_of, tail_of = np.where(tail, entity, candidate), np.where(tail, candidate, entity)
-    known_keys = np.array(sorted(h * n + t for h, t in known), dtype=np.int64)
-    filtered = np.isin(head_of * n + tail_of, known_keys)  # the answer too: it joins the partition apart
+    filtered = member(head_of * n + tail_of, known)  # the answer too: it joins the partition apart
     queries, query_of = np.unique(query, return_inverse=True)
     unscored = n - np.bincount(query_of, minlength=queries.size)  # per query, the entities no rule derives
     asked = np.concatenate([n + held[:, 0], held[:, 1]])  # r(h, ?) then r(?, t)
@@ -312,9 +313,8 @@ def fitted(matrices: dict[str, sparse.csr_matrix], target: str, length: int, see
     ``MIN_HELD`` are held out. The keys say which weight is which rule's."""
     known = sparse.csr_matrix(matrices[target])
     n = known.shape[0]
-    rows, columns = known.nonzero()
-    order = np.lexsort((columns, rows))
-    pairs = np.stack([rows[order], columns[order]], axis=1).astype(np.int64)
+    known_keys = nonzero_keys(known)
+    pairs = np.stack([known_keys // n, known_keys % n], axis=1)
     keys = Keys()
     mask = held_out(pairs, seed)
     held = pairs[mask]
@@ -328,24 +328,19 @@ def fitted(matrices: dict[str, sparse.csr_matrix], target: str, length: int, see
     for rule in paths.each(graph, target, length, seed):
         rules.take((rule.atoms, rule.reflexive), rule.rows, rule.columns, rule.confidence)
     entries = rules.entries()
-    return keys, fit(entries, held, {(int(h), int(t)) for h, t in pairs}, n, len(keys))
+    return keys, fit(entries, held, known_keys, n, len(keys))
 
 
-class Weighed:
-    """A relation's rules ranked with fitted weights, for the entities asked about: the path rules folded as they
-    are counted (:meth:`take`), each with its membership per direction and class of candidate, as
-    :class:`nlndl.ranking.Classed` folds them with its confidences; the rules with a constant applied per query
-    (:meth:`RuleSet.constant_entries`)."""
+class Weighed(Classed):
+    """A relation's rules ranked with fitted weights, for the entities asked about: a :class:`Classed` whose path
+    rules are folded as they are counted (:meth:`take`) with their memberships per direction and class of
+    candidate in place of its confidences; the rules with a constant applied per query (:meth:`constants`)."""
 
     def __init__(self, rules: RuleSet, weights: np.ndarray, known: sparse.csr_matrix) -> None:
         """``rules`` over the whole graph (none taken), ``weights`` fitted for ``rules.keys``."""
-        n = rules.n
+        super().__init__((rules.n, rules.n), known, np.flatnonzero(rules.heads), np.flatnonzero(rules.tails))
         self.rules, self.weights = rules, weights
-        none = np.zeros(0, np.int64)
-        self.tails = Aggregate((n, n), np.flatnonzero(rules.heads), none)  # answers r(h, ?)
-        self.heads = Aggregate((n, n), none, np.flatnonzero(rules.tails))  # answers r(?, t)
-        self.classes = cardinality.classes(known)
-        self.recent: dict[tuple[int, bool], Reduced] = {}  # the last queries' (see reduced)
+        self.recent: dict[tuple[int, bool], Reduced] = {}  # the last queries' (see constants)
 
     def weight(self, key: Hashable) -> float:
         """The fitted weight of ``key``; 0 for a rule the held-out graph did not count."""
@@ -365,17 +360,16 @@ class Weighed:
                     offset = self.weight(("class", side == 0, of_class))
                     into.add_keys(keys[chosen], 1.0 / (1.0 + np.exp(-(base + offset))))
 
-    def reduced(self, entity: int, tail: bool) -> Reduced:
-        """The candidates of the query about ``entity`` with their best memberships and their noisy-or
-        (:data:`nlndl.ranking.Reduced`): the path rules' and the rules with a constant's together. The last
-        ``RECENT`` are kept: many queries ask about one entity (every r(?, male) of a gender relation)."""
+    def constants(self, entity: int, tail: bool) -> Reduced:
+        """The candidates the rules with a constant derive for the query about ``entity``, with their best
+        memberships and their noisy-or (:data:`nlndl.ranking.Extra`). The last ``RECENT`` are kept: many
+        queries ask about one entity (every r(?, male) of a gender relation)."""
         if (entity, tail) in self.recent:
             return self.recent[entity, tail]
         found = self.rules.constant_entries(entity, tail)
         weights = np.concatenate([self.weights, np.zeros(max(len(self.rules.keys) - self.weights.size, 0))])
         membership = 1.0 / (1.0 + np.exp(-(found.logit + weights[found.weight] + weights[found.klass])))
-        extra = top_of(found.candidate.astype(np.int64), membership) if len(found) else None
-        out = (self.tails if tail else self.heads).merged(entity, tail, extra)
+        out = top_of(found.candidate.astype(np.int64), membership) if len(found) else NONE
         if len(self.recent) >= RECENT:
             del self.recent[next(iter(self.recent))]
         self.recent[entity, tail] = out
@@ -385,20 +379,7 @@ class Weighed:
 def ranked(
     weighed: Weighed, test: list[tuple[int, int]], known: set[tuple[int, int]], prior: tuple[np.ndarray, np.ndarray]
 ) -> np.ndarray:
-    """The ranks of every test pair asked both ways by ``weighed``'s top-aggregation, as
-    :func:`nlndl.ranking.ranks_of` ranks: the other ``known`` pairs filtered, ties by ``prior`` and then at the
-    mean rank."""
-    by_head: dict[int, list[int]] = {}
-    by_tail: dict[int, list[int]] = {}
-    for h, t in known:
-        by_head.setdefault(h, []).append(t)
-        by_tail.setdefault(t, []).append(h)
-    n = weighed.rules.n
-    rankers = {True: Ranker(n, prior[0]), False: Ranker(n, prior[1])}
-    out = []
-    for h, t in test:
-        for entity, answer, tail, filtered in ((h, t, True, by_head.get(h, [])), (t, h, False, by_tail.get(t, []))):
-            candidates, top, log_miss = weighed.reduced(entity, tail)
-            scores = combined(top, log_miss, "top")
-            out.append(rankers[tail].rank(candidates, scores, answer, np.array(filtered, dtype=np.int64)))
-    return np.array(out)
+    """The ranks of every test pair asked both ways by ``weighed``'s top-aggregation, by
+    :func:`nlndl.ranking.ranks_of`: the other ``known`` pairs filtered, ties by ``prior`` and then at the mean
+    rank."""
+    return ranks_of([(weighed, "top", True)], test, known, prior, weighed.constants)[0]

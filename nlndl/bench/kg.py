@@ -369,14 +369,13 @@ def rank_relation(
     row["baseline"]["noisy-or"] = metrics(ranks["base_or"]).to_json()
     row["baseline"]["constants"] = metrics(ranks["base_const"]).to_json()
     row["baseline"]["counted_top"] = metrics(ranks["counted"]).to_json()
-    row["baseline"]["seconds"] = round(time.perf_counter() - start, 2)  # every ranking (and counting, if done here)
-    row["baseline"]["rules"] = counted.count
     if counted.fitted is not None:
         test = sorted(graph.pairs(target, (split,)))
         prior = popularity(graph.relation_matrix(target))
         ranks["fitted"] = rule_weights.ranked(counted.fitted, test, graph.pairs(target, SPLITS), prior)
         row["baseline"]["fitted"] = metrics(ranks["fitted"]).to_json()
-        row["baseline"]["seconds"] = round(time.perf_counter() - start, 2)
+    row["baseline"]["seconds"] = round(time.perf_counter() - start, 2)  # every ranking (and counting, if done here)
+    row["baseline"]["rules"] = counted.count
     row["constant_rules"] = constants.count()
     if learned is not None:
         row["nlndl"] = nlndl_row(graph, learned, found[4:], split)
@@ -498,12 +497,11 @@ def markdown(report: dict[str, Any]) -> str:
         if learn:
             total += [*cells(report["nlndl_clauses"]), "", "", ""]
         lines.append("| " + " | ".join(total) + " |")
-    if "counted_top" in report:
-        width = head.count("|") - 4
-        total = ["all: counted rules by top-aggregation", "", *cells(report["counted_top"])]
-        lines.append("| " + " | ".join(total + [""] * (width - 2)) + " |")
-    if "counted_fitted" in report:
-        width = head.count("|") - 4
-        total = ["all: counted rules, weights fitted on held-out triples", "", *cells(report["counted_fitted"])]
-        lines.append("| " + " | ".join(total + [""] * (width - 2)) + " |")
+    for key, label in (
+        ("counted_top", "all: counted rules by top-aggregation"),
+        ("counted_fitted", "all: counted rules, weights fitted on held-out triples"),
+    ):
+        if key in report:
+            total = [label, "", *cells(report[key])]
+            lines.append("| " + " | ".join(total + [""] * (head.count("|") - 6)) + " |")
     return "\n".join(lines)
