@@ -109,6 +109,8 @@ class RuleSet:
     seed: int = 0  # which half
     tables: dict[str, tuple[sparse.csr_matrix, ...]] = field(default_factory=dict)  # see constant_entries
     columns: tuple[sparse.csc_matrix, sparse.csc_matrix] | None = None  # the bodies' incidence by column
+    size: int = 0  # the entries of parts
+    class_weights: np.ndarray | None = None  # per direction and class, its weight's index (see klass)
 
     @classmethod
     def over(
@@ -130,11 +132,13 @@ class RuleSet:
     def klass(self, tail: np.ndarray, candidate: np.ndarray) -> np.ndarray:
         """The class weights' indices of candidates (:mod:`nlndl.cardinality`), by direction asked."""
         kind = np.where(tail, self.classes[0][candidate], self.classes[1][candidate])
-        base = np.array([self.keys.of(("class", t, c)) for t in (False, True) for c in range(cardinality.CLASSES)])
-        return base[tail.astype(np.int64) * cardinality.CLASSES + kind].astype(np.int32)
+        if self.class_weights is None:
+            every = [self.keys.of(("class", t, c)) for t in (False, True) for c in range(cardinality.CLASSES)]
+            self.class_weights = np.array(every, dtype=np.int64)
+        return self.class_weights[tail.astype(np.int64) * cardinality.CLASSES + kind].astype(np.int32)
 
     def held(self) -> int:
-        return sum(len(p) for p in self.parts)
+        return self.size
 
     def halve(self) -> None:
         """Drop half the entities asked about (drawn with the seed), and their entries."""
@@ -143,6 +147,7 @@ class RuleSet:
             asked = np.flatnonzero(mask)
             mask[rng.choice(asked, asked.size // 2, replace=False)] = False
         self.parts = [p.taken(np.where(p.tail, self.heads[p.entity], self.tails[p.entity])) for p in self.parts]
+        self.size = sum(len(p) for p in self.parts)
 
     def take(self, key: Hashable, rows: np.ndarray, columns: np.ndarray, confidence: float) -> None:
         """A counted path rule (``key`` its atoms): its entries for the entities asked about."""
@@ -164,6 +169,7 @@ class RuleSet:
                     np.full(size, logit(confidence), np.float32),
                 )
             )
+            self.size += size
         while self.budget is not None and self.held() > self.budget and self.heads.sum() + self.tails.sum() > 2:
             self.halve()
 
@@ -216,13 +222,13 @@ class RuleSet:
                 weights.append(np.full(column.size, self.keys.of(("constant", tail, "constant", bool(closed), atom))))
         if not candidates:
             return Entries.of([])
-        cand = np.concatenate(candidates).astype(np.int64)
+        cand = np.concatenate(candidates).astype(np.int32)
         flags = np.full(cand.size, tail)
         return Entries(
             flags,
-            np.full(cand.size, entity, np.int64),
+            np.full(cand.size, entity, np.int32),
             cand,
-            np.concatenate(weights).astype(np.int64),
+            np.concatenate(weights).astype(np.int32),
             self.klass(flags, cand),
             logit(np.concatenate(confidences)),
         )
