@@ -373,7 +373,9 @@ class Weighed(Classed):
         if (entity, tail) in self.recent:
             return self.recent[entity, tail]
         found = self.rules.constant_entries(entity, tail)
-        weights = np.concatenate([self.weights, np.zeros(max(len(self.rules.keys) - self.weights.size, 0))])
+        if len(self.rules.keys) > self.weights.size:  # kinds the held-out graph did not count: weight 0
+            self.weights = np.concatenate([self.weights, np.zeros(len(self.rules.keys) - self.weights.size)])
+        weights = self.weights
         membership = 1.0 / (1.0 + np.exp(-(found.logit + weights[found.weight] + weights[found.klass])))
         out = top_of(found.candidate.astype(np.int64), membership) if len(found) else NONE
         if len(self.recent) >= RECENT:
