@@ -83,14 +83,17 @@ def generate_regular(n: int, dv: int, dc: int, seed: int = 0, swaps: int = 20000
         h[checks, sockets] = 1
     overlap = h.T.astype(np.int64) @ h.astype(np.int64)
     np.fill_diagonal(overlap, 0)
+    upper = np.triu(np.ones((n, n), dtype=bool), 1)
+    edges = int(h.sum())  # every check keeps dc edges through the swaps
     for _ in range(swaps):
-        bad = np.argwhere(np.triu(overlap) >= 2)
+        bad = np.argwhere((overlap >= 2) & upper)
         if bad.size == 0:
             break
         u, w = bad[rng.integers(len(bad))]
         c1 = rng.choice(np.flatnonzero(h[:, u] & h[:, w]))
         v1 = u
-        c2, v2 = np.argwhere(h)[rng.integers(int(h.sum()))]
+        k = int(rng.integers(edges))  # the k-th edge in row-major order: row k // dc, its (k % dc)-th variable
+        c2, v2 = k // dc, int(np.flatnonzero(h[k // dc])[k % dc])
         if c1 == c2 or v1 == v2 or h[c1, v2] or h[c2, v1]:
             continue
         before = _local_cycles(overlap, v1, v2)

@@ -83,8 +83,9 @@ class Prepared:
     rows: torch.Tensor | None = None
 
     def spread(self, values: torch.Tensor) -> torch.Tensor:
-        """Per distinct crisp row (K, U) -> per substitution (K, S); a no-op without ``rows``."""
-        return values if self.rows is None else values.index_select(-1, self.rows)
+        """Per distinct crisp row (K, U) -> per substitution (K, S); a no-op without ``rows``. A gather with the
+        index broadcast: on CPU several times faster than index_select along the last dim, and the same copy."""
+        return values if self.rows is None else values.gather(-1, self.rows.expand(*values.shape[:-1], -1))
 
     @property
     def scale(self) -> torch.Tensor:

@@ -19,6 +19,7 @@ from nlndl.runtime.nln import (
     split_dnf_log_none,
     split_nln_forward,
 )
+from nlndl.runtime.scatter import cap_logs
 from nlndl.runtime.sparse_crisp import SparseCrisp
 
 PROJECTION_INIT = 1e-3  # a projection's initial membership: near off, so that it does not drag the other literals
@@ -186,8 +187,9 @@ class PredicateFunction(nn.Module):
         return prep.spread(split_nln_forward(self.negated_too(fuzzy), prep, self.ir.form))
 
     def log_none(self, fuzzy: Fuzzy, prep: Prepared) -> torch.Tensor:
-        """log(1 - F_p) (K, S) of a DNF, for the OR over substitutions without an exp and a log between."""
-        return prep.spread(split_dnf_log_none(self.negated_too(fuzzy), prep))
+        """log(1 - F_p) (K, S) of a DNF, for the OR over substitutions without an exp and a log between; capped
+        (:func:`nlndl.runtime.scatter.cap_logs`) before it is spread from distinct rows, where it costs U, not S."""
+        return prep.spread(cap_logs(split_dnf_log_none(self.negated_too(fuzzy), prep)))
 
     def holds(self, fuzzy: Fuzzy, prep: Prepared) -> torch.Tensor:
         """Whether F_p of a DNF's crisp program is 1, per substitution (K, S) of bool (see split_dnf_holds)."""

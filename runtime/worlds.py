@@ -16,6 +16,19 @@ from nlndl.runtime.sparse_crisp import SparseCrisp, sparse_crisp
 DISTINCT_ROWS_SHARE = 0.5
 
 
+def bit_shifts(width: int, device: torch.device) -> torch.Tensor:
+    """Each column's bit in a row's key, the first column the highest."""
+    return torch.arange(width - 1, -1, -1, dtype=torch.int64, device=device)
+
+
+def row_keys(factors: torch.Tensor) -> torch.Tensor | None:
+    """Each 0/1 row of ``factors`` (S, Lc) as an integer whose bits are its columns, first column highest, so that
+    the keys sort as the rows do; None where a value is neither 0 nor 1 or the row is too wide for 63 bits."""
+    if factors.shape[1] > 62 or not ((factors == 0) | (factors == 1)).all():
+        return None
+    return (factors.to(torch.int64) << bit_shifts(factors.shape[1], factors.device)).sum(dim=1)
+
+
 def distinct_rows(factors: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The distinct rows of a world's crisp factors (S, Lc) and, per substitution, the index of its row
     (None where deduplicating would not pay): for a predicate that reads no learned atom, substitutions
@@ -24,7 +37,12 @@ def distinct_rows(factors: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | N
     once per step: sharing it measured no faster on the runtime benchmark's programs.)"""
     if factors.numel() == 0:
         return factors, None
-    unique, rows = torch.unique(factors, dim=0, return_inverse=True)
+    keys = row_keys(factors)
+    if keys is None:
+        unique, rows = torch.unique(factors, dim=0, return_inverse=True)
+    else:  # 0/1 rows as integers: a sort of S numbers, where the rows' own sort compares them column by column
+        values, rows = torch.unique(keys, return_inverse=True)
+        unique = ((values.unsqueeze(1) >> bit_shifts(factors.shape[1], values.device)) & 1).to(factors.dtype)
     if unique.shape[0] > DISTINCT_ROWS_SHARE * factors.shape[0]:
         return factors, None
     return unique, rows

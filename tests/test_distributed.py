@@ -45,6 +45,20 @@ def test_share_deals_round_robin_and_gather_restores_the_order():
     assert share(items, Collective()) == items and gather(items, Collective()) == items
 
 
+def alone_and_shared(args: list[str], one: list[str], two: list[str]) -> tuple[subprocess.CompletedProcess, ...]:
+    """``nlndl ARGS ONE`` in 1 process and ``ARGS TWO`` under torchrun with 2, run at the same time (their
+    results do not depend on the clock; the suite waits for the longer instead of both)."""
+    runs = [
+        subprocess.Popen(command, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for command in ([sys.executable, "-m", "nlndl", *args, *one], [*LAUNCHER, *args, *two])
+    ]
+    done = []
+    for run in runs:
+        stdout, stderr = run.communicate()
+        done.append(subprocess.CompletedProcess(run.args, run.returncode, stdout, stderr))
+    return tuple(done)
+
+
 def learned(out: Path) -> list[dict]:
     rows = json.loads((out / "rules.json").read_text())["relations"]
     for row in rows:
@@ -56,11 +70,8 @@ def learned(out: Path) -> list[dict]:
 def test_kg_train_under_torchrun_with_2_processes_learns_what_1_process_learns(tmp_path):
     directory = kin(tmp_path)
     args = ["kg", "train", str(directory), "--max-iters", "300", "--time-limit", "600", "-q"]
-    one = subprocess.run(
-        [sys.executable, "-m", "nlndl", *args, "-D", str(tmp_path / "one")], env=ENV, capture_output=True, text=True
-    )
+    one, two = alone_and_shared(args, ["-D", str(tmp_path / "one")], ["-D", str(tmp_path / "two")])
     assert one.returncode == 0, one.stdout + one.stderr
-    two = subprocess.run([*LAUNCHER, *args, "-D", str(tmp_path / "two")], env=ENV, capture_output=True, text=True)
     assert two.returncode == 0, two.stdout + two.stderr
     assert [r["relation"] for r in learned(tmp_path / "two")] == ["aunt", "uncle"]
     assert learned(tmp_path / "two") == learned(tmp_path / "one")
@@ -81,11 +92,8 @@ def test_bench_kg_under_torchrun_with_2_processes_ranks_what_1_process_ranks(tmp
     """Each process learns and ranks its share of the relations; rank 0 reports them in order."""
     directory = kin(tmp_path)
     args = ["bench", "kg", str(directory), "--time-limit", "600", "--jobs", "1", "-q", "--record"]
-    one = subprocess.run(
-        [sys.executable, "-m", "nlndl", *args, str(tmp_path / "one.json")], env=ENV, capture_output=True, text=True
-    )
+    one, two = alone_and_shared(args, [str(tmp_path / "one.json")], [str(tmp_path / "two.json")])
     assert one.returncode == 0, one.stdout + one.stderr
-    two = subprocess.run([*LAUNCHER, *args, str(tmp_path / "two.json")], env=ENV, capture_output=True, text=True)
     assert two.returncode == 0, two.stdout + two.stderr
     alone, shared = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("one", "two"))
     assert [r["relation"] for r in shared["relations"]] == ["aunt", "uncle"] and shared["processes"] == 2
@@ -133,11 +141,8 @@ def check_same_training(tmp_path: Path, sketch: Path, stem: str, *options: str) 
     """`nlndl train` alone and under torchrun with 2 processes: the same program, iterations and verdict, every
     check's loss within 1e-5, the same files written (by rank 0 only)."""
     args = ["train", str(sketch), "--json", *options]
-    one = subprocess.run(
-        [sys.executable, "-m", "nlndl", *args, "-D", str(tmp_path / "one")], env=ENV, capture_output=True, text=True
-    )
+    one, two = alone_and_shared(args, ["-D", str(tmp_path / "one")], ["-D", str(tmp_path / "two")])
     assert one.returncode == 0, one.stdout + one.stderr
-    two = subprocess.run([*LAUNCHER, *args, "-D", str(tmp_path / "two")], env=ENV, capture_output=True, text=True)
     assert two.returncode == 0, two.stdout + two.stderr
     assert trained(tmp_path / "two", stem) == trained(tmp_path / "one", stem)
     records = [json.loads((tmp_path / d / f"{stem}.json").read_text()) for d in ("one", "two")]

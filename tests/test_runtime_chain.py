@@ -484,3 +484,18 @@ def test_the_safety_gate_asks_a_binding_atom_of_each_extra_variable(tmp_path):
     assert opened(("e", (0, 1)), ("same", (2, 2))) == 0.0
     assert opened(("e", (0, 1)), ("e", (2, 2))) == 0.0
     assert opened(("e", (0, 1))) == 1.0
+
+
+@pytest.mark.parametrize("width", [1, 5, 12, 62, 63])
+def test_distinct_rows_are_torchs_distinct_rows_in_its_order(width):
+    """0/1 rows deduplicated as integer keys give torch.unique(dim=0)'s rows, in its order, and its inverse;
+    rows too wide for a key, or with other values, are deduplicated by torch.unique itself."""
+    generator = torch.Generator().manual_seed(width)
+    factors = torch.randint(0, 2, (4000, width), generator=generator).float()
+    factors = factors[torch.randint(0, 50, (4000,), generator=generator)]  # few distinct rows: deduplicated
+    unique, rows = worlds.distinct_rows(factors)
+    expected, inverse = torch.unique(factors, dim=0, return_inverse=True)
+    assert torch.equal(unique, expected) and torch.equal(rows, inverse) and unique.dtype == factors.dtype
+    assert (worlds.row_keys(factors) is None) == (width > 62)
+    halves = factors * 0.5
+    assert worlds.row_keys(halves) is None and torch.equal(worlds.distinct_rows(halves)[0], expected * 0.5)
