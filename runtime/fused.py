@@ -19,12 +19,16 @@ class _LogNone(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, exponent: torch.Tensor, scale: torch.Tensor, cap: bool) -> torch.Tensor:
-        capped = exponent > 0.0 if cap else torch.empty(0, dtype=torch.bool)  # unused without the cap
+        capped = exponent > 0.0 if cap else None
+        # the masks are kept, and read backward, only where they hold somewhere (rarely: they are rounding's)
+        cap = cap and bool(capped.any())
         terms = torch.exp(exponent.clamp(max=0.0) if cap else exponent)  # (K, S, T)
         fired = terms * scale.unsqueeze(-2)
         saturated = fired > BELOW_ONE
-        out = torch.log1p(fired.clamp_(max=BELOW_ONE).neg_()).sum(-1)
-        ctx.save_for_backward(terms, scale, saturated, capped)
+        ctx.saturated = bool(saturated.any())
+        out = torch.log1p((fired.clamp_(max=BELOW_ONE) if ctx.saturated else fired).neg_()).sum(-1)
+        empty = torch.empty(0, dtype=torch.bool)
+        ctx.save_for_backward(terms, scale, saturated if ctx.saturated else empty, capped if cap else empty)
         ctx.cap = cap
         return out
 
@@ -34,7 +38,8 @@ class _LogNone(torch.autograd.Function):
         fired = terms * scale.unsqueeze(-2)
         # d/d fired of log(1 - fired) is -1 / (1 - fired); zero where the clamp at BELOW_ONE held it
         ratio = grad.unsqueeze(-1) / fired.sub(1.0)
-        ratio.masked_fill_(saturated, 0.0)
+        if ctx.saturated:
+            ratio.masked_fill_(saturated, 0.0)
         grad_scale = (ratio * terms).sum(-2) if ctx.needs_input_grad[1] else None
         grad_exponent = None
         if ctx.needs_input_grad[0]:
