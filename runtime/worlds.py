@@ -23,8 +23,8 @@ def bit_shifts(width: int, device: torch.device) -> torch.Tensor:
 
 def row_keys(factors: torch.Tensor) -> torch.Tensor | None:
     """Each 0/1 row of ``factors`` (S, Lc) as an integer whose bits are its columns, first column highest, so that
-    the keys sort as the rows do; None where a value is neither 0 nor 1 or the row is too wide for 63 bits."""
-    if factors.shape[1] > 62 or not ((factors == 0) | (factors == 1)).all():
+    the keys sort as the rows do; None where a value is neither 0 nor 1 or a row is wider than 63 columns."""
+    if factors.shape[1] > 63 or not ((factors == 0) | (factors == 1)).all():
         return None
     return (factors.to(torch.int64) << bit_shifts(factors.shape[1], factors.device)).sum(dim=1)
 
