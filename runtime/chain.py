@@ -66,7 +66,7 @@ class ChainStep(nn.Module):
             holds = self.function.holds(fuzzy, prepared).to(old.dtype)
             return self.update(old, (scatter_sum(holds, target, size) > 0).to(old.dtype))
         if self.function.ir.form == "dnf" and self.aggregation == "or":  # the OR of ORs: sum their logs
-            return self.update(old, scatter_or_logs(self.function.log_none(fuzzy, prepared), target, size, capped=True))
+            return self.update(old, scatter_or_logs(self.function.log_none(fuzzy, prepared), target, size))
         return self.update(old, aggregate(self.function(fuzzy, prepared), target, size, self.aggregation))
 
     def update(self, old: torch.Tensor, aggregated: torch.Tensor) -> torch.Tensor:

@@ -57,8 +57,9 @@ def cap_logs(logs: torch.Tensor) -> torch.Tensor:
     return logs.clamp(min=LOG_BELOW_ONE)
 
 
-def scatter_or_logs(logs: torch.Tensor, index: torch.Tensor, size: int, capped: bool = False) -> torch.Tensor:
+def scatter_or_logs(logs: torch.Tensor, index: torch.Tensor, size: int) -> torch.Tensor:
     """:func:`scatter_or` of values given as their logs(1 - x): the OR of a substitution's terms already is one
-    (:func:`nlndl.runtime.fused.log_none`), so it needs no exp and log again; capped as :func:`log_not` caps
-    (``capped``: the caller has capped them, where that is cheaper, before they were spread to substitutions)."""
-    return _or_from_logs(scatter_sum(logs if capped else cap_logs(logs), index, size))
+    (:func:`nlndl.runtime.fused.log_none`), so it needs no exp and log again. The logs come capped by
+    :func:`cap_logs` (as :func:`log_not` caps x), which the caller applies where it is cheapest: on a predicate's
+    distinct rows, before they are spread to its substitutions."""
+    return _or_from_logs(scatter_sum(logs, index, size))

@@ -133,15 +133,15 @@ def test_max_aggregation_ranks_by_the_best_rule_then_by_the_others():
 
 
 def test_a_relation_stops_once_its_clause_pool_stops_growing(tmp_path):
-    directory = families(tmp_path / "kg")
-    graph = Graph.read(directory)
     """Without patience a relation trains to its cap (400 iterations); with 100 it stops once 100 iterations
     have added nothing to the pool, with the best clause the patient run ends with."""
+    directory = families(tmp_path / "kg")
+    graph = Graph.read(directory)
     patient = learn_relation(directory, graph, "aunt", KGConfig(time_limit=60, max_iters=400, pool_patience=None))
     quick = learn_relation(directory, graph, "aunt", KGConfig(time_limit=60, max_iters=400, pool_patience=100))
     assert quick.result.iterations < patient.result.iterations == 400
-    assert quick.clauses[0] == patient.clauses[0]
     assert quick.clauses and quick.clauses[0][1] == pytest.approx(0.7), "14 of 20 sisters of a parent are aunts"
+    assert quick.clauses[0] == patient.clauses[0]
     assert not any(restates(r, "aunt", quick.sources) for r, _ in quick.clauses)
 
 
