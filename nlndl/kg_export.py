@@ -14,7 +14,7 @@ from nlndl.compiler.crisp import Rule
 from nlndl.compiler.triples import comment, quote
 from nlndl.constants import ConstantRules, listing, text
 from nlndl.datalog import Names, render
-from nlndl.kg_rules import KNOWN, Graph, RelationRules
+from nlndl.kg_rules import KNOWN, Graph, RelationRules, clause_text
 from nlndl.paths import LENGTH
 
 
@@ -76,28 +76,8 @@ def clingo_text(learned: list[RelationRules], origin: str) -> str:
 
 
 def anyburl_rule(rule: Rule, one: RelationRules) -> str:
-    """A clause in AnyBURL's rule syntax, ``head(X,Y) <= body(X,A), ...``, with the graph's relation names:
-    the head's variables X and Y, the others A, B, ... in order of appearance."""
-    names: dict[object, str] = {}
-    for kind, value in rule.head_args:
-        if kind == "v" and value not in names:
-            names[value] = "XY"[len(names)] if len(names) < 2 else f"V{len(names)}"
-    fresh = iter("ABCDEFGHIJKLMNOPQRSTUVW")
-
-    def term(arg: tuple[str, object]) -> str:
-        kind, value = arg
-        if kind != "v":
-            return str(value)
-        if value not in names:
-            names[value] = next(fresh)
-        return names[value]
-
-    def atom(relation: str, args: tuple) -> str:
-        return f"{relation}({','.join(term(a) for a in args)})"
-
-    head = atom(one.relation, rule.head_args)
-    body = [atom(one.sources.get(a.predicate, a.predicate), a.args) for a in rule.body]
-    return f"{head} <= {', '.join(body)}"
+    """A clause in AnyBURL's rule syntax, ``head(X,Y) <= body(X,A), ...``, with the graph's relation names."""
+    return clause_text(rule, one.relation, one.sources, " <= ")
 
 
 def anyburl_text(

@@ -417,6 +417,31 @@ class RelationRules:
         }
 
 
+def clause_text(rule: Rule, relation: str, sources: dict[str, str], arrow: str = " :- ") -> str:
+    """A clause with the graph's relation names, as the counted rules are written (``PathRule.text``):
+    ``head(X,Y) :- body(X,A), ...``, the head's variables X and Y, the others A, B, ... in order of
+    appearance, constants as the graph names them."""
+    names: dict[object, str] = {}
+    for kind, value in rule.head_args:
+        if kind == "v" and value not in names:
+            names[value] = "XY"[len(names)] if len(names) < 2 else f"V{len(names)}"
+    fresh = iter("ABCDEFGHIJKLMNOPQRSTUVW")
+
+    def term(arg: tuple[str, object]) -> str:
+        kind, value = arg
+        if kind != "v":
+            return str(value)
+        if value not in names:
+            names[value] = next(fresh)
+        return names[value]
+
+    def atom(name: str, args: tuple) -> str:
+        return f"{name}({','.join(term(a) for a in args)})"
+
+    body = [atom(sources.get(a.predicate, a.predicate), a.args) for a in rule.body]
+    return f"{atom(relation, rule.head_args)}{arrow}{', '.join(body)}"
+
+
 def rule_json(rule: Rule) -> dict[str, Any]:
     """A clause as JSON (a checkpoint keeps clauses whole, not as text to parse again)."""
     return {
@@ -734,8 +759,9 @@ def predict(
     from nlndl.constants import ConstantRules, text, weight
 
     sources = {str(a): str(b) for a, b in record["sources"].items()}
-    clauses = [(rule_from_json(c["clause"]), float(c["confidence"]), c["rule"]) for c in record["clauses"]]
     relation = record["relation"]
+    clauses = [(rule_from_json(c["clause"]), float(c["confidence"])) for c in record["clauses"]]
+    clauses = [(rule, c, clause_text(rule, relation, sources)) for rule, c in clauses]
     at = graph.index[entity]
 
     def line(pairs: sparse.csr_matrix) -> sparse.csr_matrix:

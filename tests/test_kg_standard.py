@@ -21,7 +21,17 @@ from nlndl.compiler.crisp import BodyAtom, Rule, evaluate
 from nlndl.compiler.diagnostics import Diagnostics
 from nlndl.compiler.triples import QUERY_SHARE, kg_sketch, query_split, read_splits, standard_layout
 from nlndl.constants import DANGLING
-from nlndl.kg_rules import Graph, KGConfig, PoolJudge, chain, counted_floor, learn_relation, restates, rule_pairs
+from nlndl.kg_rules import (
+    Graph,
+    KGConfig,
+    PoolJudge,
+    chain,
+    clause_text,
+    counted_floor,
+    learn_relation,
+    restates,
+    rule_pairs,
+)
 from nlndl.ranking import aggregate
 
 runner = CliRunner()
@@ -199,6 +209,22 @@ def test_kg_train_writes_the_anyburl_rule_list_and_predicts_with_explanations(tm
     assert missing.exit_code == 1 and "no rules for 'uncle'" in missing.output
     nobody = runner.invoke(app, ["kg", "predict", str(out), "--query", "aunt(nobody, ?)"])
     assert nobody.exit_code == 1 and f"--query: error: no entity 'nobody' in the graph {directory}" in nobody.output
+
+
+def test_a_clause_is_explained_in_the_graphs_names_as_the_counted_rules_are():
+    """kg predict writes a learned clause as it writes a counted rule and rules.tsv writes both: the graph's
+    relation names (the target's own facts as the target), X and Y in the head, A, B, ... in the body."""
+    sources = {"known_by": "known by", "knows_friend": "knows/friend", "known_by_fact": "known by"}
+    v = [("v", name) for name in "ABCD"]
+    rule = Rule(
+        "known_by",
+        (v[0], v[1]),
+        (BodyAtom("knows_friend", (v[1], v[2])), BodyAtom("known_by_fact", (v[2], ("c", "e 1")))),
+    )
+    assert clause_text(rule, "known by", sources) == "known by(X,Y) :- knows/friend(Y,A), known by(A,e 1)"
+    assert clause_text(rule, "known by", sources, " <= ").startswith("known by(X,Y) <= knows/friend(Y,A)")
+    same = Rule("known_by", (v[3], v[3]), (BodyAtom("knows_friend", (v[3], v[0])),))
+    assert clause_text(same, "known by", sources) == "known by(X,X) :- knows/friend(X,A)"
 
 
 def test_kg_predict_leaves_a_clause_that_restates_a_counted_path_to_the_counted_rule(tmp_path):
