@@ -65,3 +65,31 @@ def test_the_stream_is_seeded():
 
     first = drawn()
     assert first == drawn() and len({repr(f) for f in first}) > 15
+
+
+def test_the_invoker_reports_escaped_exceptions_and_odd_exit_codes_and_reads_no_input():
+    import typer
+    from typer.main import get_command
+
+    app = typer.Typer()
+
+    @app.command()
+    def run(what: str) -> None:
+        if what == "crash":
+            raise ValueError("escaped")
+        if what == "odd":
+            raise typer.Exit(3)
+        if what == "read":
+            typer.echo(input())
+        typer.echo(what)
+
+    command = get_command(app)
+    code, exc = fuzz._run(command, ["crash"])
+    assert code == 1 and isinstance(exc, ValueError)
+    code, exc = fuzz._run(command, ["odd"])
+    assert code == 3 and isinstance(exc, RuntimeError)
+    assert fuzz._run(command, ["fine"]) == (0, None)
+    assert fuzz._run(command, []) == (2, None), "a usage error"
+    assert fuzz._run(command, ["read"]) == (1, None), (
+        "stdin is empty (click aborts at its end), not pytest's or a terminal"
+    )
