@@ -26,6 +26,12 @@ def number_value(text: str) -> int | None:
     return value if MIN_NUMBER <= value <= MAX_NUMBER else None
 
 
+def quoted(text: str) -> str:
+    """A symbol as a Datalog string literal: quoted, ``\\`` and ``"`` escaped, as ``parser.string_value``
+    reads it back."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 @dataclass
 class SymbolTable:
     """Constant <-> id, in first-seen order (deterministic for a given sketch)."""
@@ -49,7 +55,7 @@ class SymbolTable:
         value = self.values[ident]
         if isinstance(value, int):
             return str(value)
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return quoted(value)
 
     def to_json(self) -> list[Value]:
         return list(self.values)

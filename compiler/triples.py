@@ -24,6 +24,7 @@ from nlndl.compiler.check import RESERVED
 from nlndl.compiler.diagnostics import Diagnostics, Span
 from nlndl.compiler.facts import read_facts
 from nlndl.compiler.parser import parse_source
+from nlndl.compiler.symbols import quoted
 from nlndl.defaults import KG_BODY, KG_ENTRIES, KG_NEGATIVES, KG_VARS
 
 Triple = tuple[str, str, str]
@@ -130,10 +131,6 @@ def comment(text: str) -> str:
     """``text`` fit to stand in a one-line comment: every unprintable character (a newline in a directory's
     name, say) written as its escape."""
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
-
-
-def quote(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def corrupt(
@@ -419,8 +416,8 @@ def kg_sketch(
     lines += [f".decl {ident[target]}(head: symbol, tail: symbol)"]
     pruning = ", prune=path" if prune == "path" else ""
     lines += [f".learn {ident[target]}(vars={vars}, body=[{body_text}]{pruning})"]
-    lines += [f".pos {ident[target]}({quote(h)}, {quote(t)})." for h, t in positives]
-    lines += [f".neg {ident[target]}({quote(h)}, {quote(t)})." for h, t in drawn]
+    lines += [f".pos {ident[target]}({quoted(h)}, {quoted(t)})." for h, t in positives]
+    lines += [f".neg {ident[target]}({quoted(h)}, {quoted(t)})." for h, t in drawn]
     facts = {ident[r]: "".join(f"{h}\t{t}\n" for h, t in sorted(rows)) for r, rows in background.items()}
     examples = [(h, t, True) for h, t in positives] + [(h, t, False) for h, t in drawn]
     return KGSketch("\n".join(lines) + "\n", facts, len(positives), len(drawn), ident, ident[target], examples)

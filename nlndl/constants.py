@@ -22,7 +22,7 @@ import numpy as np
 from scipy import sparse
 
 from nlndl.compiler.join import ranges, sorted_unique
-from nlndl.compiler.triples import quote as quoted
+from nlndl.compiler.symbols import quoted
 from nlndl.ranking import Reduced, log_misses, merge, top_of_levels, top_of_rows
 
 UNSEEN = 5  # AnyBURL's pessimistic correction: confidence = correct / (predicted + UNSEEN)

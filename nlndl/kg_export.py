@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from nlndl import __version__, paths
 from nlndl.compiler.crisp import Rule
-from nlndl.compiler.triples import comment, quote
+from nlndl.compiler.symbols import quoted
+from nlndl.compiler.triples import comment
 from nlndl.constants import ConstantRules, listing, text
 from nlndl.datalog import Names, render
 from nlndl.kg_rules import KNOWN, Graph, RelationRules, clause_text
@@ -128,5 +129,5 @@ def clingo_facts(graph: Graph, learned: list[RelationRules]) -> str:
     lines = []
     for ident, relation in held.items():
         for h, t in sorted(graph.pairs(relation, KNOWN)):
-            lines.append(f"{names(ident)}({quote(graph.entities[h])},{quote(graph.entities[t])}).")
+            lines.append(f"{names(ident)}({quoted(graph.entities[h])},{quoted(graph.entities[t])}).")
     return "\n".join(lines) + "\n"

@@ -470,8 +470,9 @@ def test_a_query_names_the_entity_beside_its_question_mark(query, read):
     assert parse_query(query) == read
 
 
-@pytest.mark.parametrize("query", ["aunt(?, ?)", "aunt(s1, k1a)", "aunt(?, )", "aunt s1"])
+@pytest.mark.parametrize("query", ["aunt(?, ?)", "aunt(s1, k1a)", "aunt(?, )", "aunt s1", 'r("a\\x", ?)'])
 def test_a_query_without_exactly_one_question_mark_and_an_entity_is_refused(query):
+    """... or whose quoted entity holds an escape that rules.dl never writes (a sketch's string refuses it too)."""
     from nlndl.jobs.kg import parse_query
 
     with pytest.raises(ValueError, match="query"):

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from nlndl.compiler import DEFAULT_MEMORY_LIMIT
 from nlndl.compiler.diagnostics import Diagnostics
+from nlndl.compiler.parser import string_value
 from nlndl.compiler.triples import KGSketch, kg_sketch
 from nlndl.defaults import (
     KG_CHECKED_CLOSURE,
@@ -258,11 +259,14 @@ def parse_query(text: str) -> tuple[str, str, bool]:
 
 
 def unquoted(name: str) -> str:
-    """``name``, or where it is double-quoted, the text of the quotes with the escapes ``\\"`` and ``\\\\``
-    read (the only ones nlndl writes)."""
+    """``name``, or where it is double-quoted, the text of the quotes as a sketch's string is read (the
+    escapes ``\\"`` and ``\\\\``, the only ones nlndl writes); ValueError on another escape."""
     if len(name) < 2 or name[0] != '"' or name[-1] != '"':
         return name
-    return re.sub(r'\\(["\\])', r"\1", name[1:-1])
+    text, problem = string_value(name)
+    if problem is not None:
+        raise ValueError(f"query entity {name}: {problem}")
+    return text
 
 
 def trained(output: Path) -> tuple[dict[str, dict], Path, int, int]:
