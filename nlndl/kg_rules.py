@@ -24,6 +24,7 @@ from nlndl.body_join import binary_head, body_pairs
 from nlndl.compiler import SketchText, compile_sketch
 from nlndl.compiler.crisp import BodyAtom, Rule, evaluate
 from nlndl.compiler.diagnostics import CompileError, Diagnostics
+from nlndl.compiler.symbols import quoted
 from nlndl.compiler.triples import FACT, SPLITS, KGSketch, Triple, kg_sketch, read_splits
 from nlndl.constants import Bodies
 from nlndl.datalog import render
@@ -420,7 +421,8 @@ class RelationRules:
 def clause_text(rule: Rule, relation: str, sources: dict[str, str], arrow: str = " :- ") -> str:
     """A clause with the graph's relation names, as the counted rules are written (``PathRule.text``):
     ``head(X,Y) :- body(X,A), ...``, the head's variables X and Y, the others A, B, ... in order of
-    appearance, constants as the graph names them."""
+    appearance; constants double-quoted as rules.dl writes them, bare in AnyBURL's syntax (``arrow`` " <= "), as
+    :func:`nlndl.constants.text` writes the rules with a constant."""
     names: dict[object, str] = {}
     for kind, value in rule.head_args:
         if kind == "v" and value not in names:
@@ -430,7 +432,7 @@ def clause_text(rule: Rule, relation: str, sources: dict[str, str], arrow: str =
     def term(arg: tuple[str, object]) -> str:
         kind, value = arg
         if kind != "v":
-            return str(value)
+            return str(value) if arrow == " <= " else quoted(str(value))
         if value not in names:
             names[value] = next(fresh)
         return names[value]
