@@ -802,13 +802,14 @@ def predict(
     order = [int(i) for i in np.argsort(-scores, kind="stable") if scores[i] > 0][:k]
     out = []
     for other in order:
-        why = [(t, by[kind[other]], 1.0) for row, by, t in rows if row[0, other]]
-        best = sorted(((t, by[kind[other]], 1.0) for row, by, t in counted if row[0, other]), key=lambda tc: -tc[1])
+        why = [(t, float(by[kind[other]]), 1.0) for row, by, t in rows if row[0, other]]
+        best = [(t, float(by[kind[other]]), 1.0) for row, by, t in counted if row[0, other]]
+        best.sort(key=lambda tc: -tc[1])
         why += best[:EXPLAINED]
         for rule, counts in constants.explain(at, tail_asked, other):  # counts: the confidence as weighed
             _, _, _, closed = rule
             share = weight(closed)
-            why.append((text(bodies, relation, rule, graph.entities), counts / share, share))
+            why.append((text(bodies, relation, rule, graph.entities), float(counts / share), share))
         pair = (at, other) if tail_asked else (other, at)
         why.sort(key=lambda tcw: -tcw[1] * tcw[2])
         out.append(Prediction(graph.entities[other], float(scores[other]), pair in known, why))

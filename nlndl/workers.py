@@ -13,6 +13,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -89,20 +90,26 @@ def _work(
     return target, work(directory, _graph, target, config, *extra)
 
 
-def unguarded_script() -> str:
-    """Where this process runs a script of the user's (not ``nlndl`` itself), what a worker that dies at its
-    start may mean: a spawned worker imports that script, and one whose API calls are not under ``if __name__
-    == "__main__":`` starts workers again and dies. Empty otherwise."""
-    import sys
-
+@contextmanager
+def main_left_behind() -> Iterator[None]:
+    """Processes spawned inside the block do not import the caller's main module. multiprocessing imports it in
+    every spawned process so that the process may unpickle functions defined there; a worker runs nlndl's own
+    module-level functions only, and a script of the user's imported again in each worker would run its calls
+    to nlndl again there (unless they stand under ``if __name__ == "__main__":``) and start workers from its
+    workers. multiprocessing reads the main module's ``__spec__`` and ``__file__`` as it starts a process;
+    both are hidden for the block and put back."""
     main = sys.modules.get("__main__")
-    script = getattr(main, "__file__", None)
-    if getattr(main, "__spec__", None) is not None or not script or Path(script).name == "nlndl":
-        return ""
-    return (
-        f"; or, from a script: each worker process imports {script}, so its calls to nlndl must stand under "
-        '`if __name__ == "__main__":`'
-    )
+    if main is None:
+        yield
+        return
+    hidden = {name: main.__dict__[name] for name in ("__spec__", "__file__") if name in main.__dict__}
+    main.__spec__ = None
+    main.__dict__.pop("__file__", None)
+    try:
+        yield
+    finally:
+        main.__dict__.pop("__spec__", None)
+        main.__dict__.update(hidden)
 
 
 def each_relation(
@@ -147,7 +154,8 @@ def each_relation(
     def hand_out() -> None:
         target = waiting.pop(0)
         started(target)
-        running[pool.submit(_work, work, directory, target, config, (extra or {}).get(target, ()))] = target
+        with main_left_behind():  # the pool starts its processes as work is submitted
+            running[pool.submit(_work, work, directory, target, config, (extra or {}).get(target, ()))] = target
 
     try:
         for _ in range(min(workers, len(waiting))):
@@ -162,7 +170,6 @@ def each_relation(
                     raise JobError(
                         f"{directory}: error: the worker process {doing} relation {target!r} ended without a "
                         "result (killed, perhaps for lack of memory); try --jobs 1, or a lower --memory-limit"
-                        f"{unguarded_script()}"
                     ) from None
                 out[target] = learned
                 finished(learned)

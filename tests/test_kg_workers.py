@@ -111,19 +111,28 @@ def _die(*args, **kwargs):
     os._exit(9)  # as a worker killed for memory would end
 
 
-def test_a_worker_that_dies_under_a_users_script_names_the_main_guard(monkeypatch, tmp_path):
+def test_a_users_script_without_a_main_guard_learns_with_workers_that_do_not_run_it_again(tmp_path):
+    """Spawned workers do not import the calling script (nlndl.workers.main_left_behind): a script whose calls
+    to nlndl stand at its top level, as the README's do, learns with two workers, runs once, and predicts."""
+    import subprocess
     import sys
-    import types
 
-    from nlndl.workers import unguarded_script
-
-    script = types.ModuleType("__main__")
-    script.__file__ = str(tmp_path / "mine.py")
-    script.__spec__ = None
-    monkeypatch.setitem(sys.modules, "__main__", script)
-    assert "mine.py" in unguarded_script() and 'if __name__ == "__main__":' in unguarded_script()
-    script.__file__ = str(tmp_path / "bin" / "nlndl")  # the console script guards its own call
-    assert unguarded_script() == ""
-    script.__spec__ = object()  # python -m nlndl, torchrun -m nlndl
-    script.__file__ = str(tmp_path / "mine.py")
-    assert unguarded_script() == ""
+    directory = relatives(tmp_path / "kg")
+    ran = tmp_path / "ran.txt"
+    script = tmp_path / "mine.py"
+    script.write_text(
+        "from nlndl import api\n"
+        "from nlndl.kg_rules import KGConfig\n"
+        f"with open({str(ran)!r}, 'a') as f:\n"
+        "    f.write('ran\\n')\n"
+        f"kg = api.train_kg({str(directory)!r}, {str(tmp_path / 'out')!r}, relations=['aunt', 'uncle'],\n"
+        "                  config=KGConfig(max_iters=40, pool_patience=None, jobs=2))\n"
+        "print(sorted(one.relation for one in kg.learned))\n"
+        f"answers = api.predict_kg({str(tmp_path / 'out')!r}, 'aunt(?, k0a)', k=2)\n"
+        "print(answers[0].entity, {type(c).__name__ for _, c, _ in answers[0].rules})\n"
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "['aunt', 'uncle']" in done.stdout and ran.read_text() == "ran\n"
+    assert "s0 {'float'}" in done.stdout, "the explanation's confidences are Python floats, as its type says"
+    assert (tmp_path / "out" / "rules.dl").exists()
