@@ -214,14 +214,17 @@ def _run_parallel(
     its worker spent, as they finish."""
     import multiprocessing
 
+    from nlndl.workers import main_left_behind
+
     threads = max(1, len(os.sched_getaffinity(0)) // jobs) if hasattr(os, "sched_getaffinity") else 1
     context = multiprocessing.get_context("spawn")  # no fork of a process that holds torch's thread pools
     with ProcessPoolExecutor(jobs, mp_context=context, initializer=_start_worker, initargs=(threads,)) as pool:
-        pending = {
-            pool.submit(_run_unit, unit, seed, max_iters, time_limit, device): (unit, seed)
-            for seed in range(seeds)
-            for unit in units(tasks)
-        }
+        with main_left_behind():  # the workers are started as work is submitted, without the caller's script
+            pending = {
+                pool.submit(_run_unit, unit, seed, max_iters, time_limit, device): (unit, seed)
+                for seed in range(seeds)
+                for unit in units(tasks)
+            }
         for future in as_completed(pending):
             unit, seed = pending[future]
             results, cpu = future.result()
