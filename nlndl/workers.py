@@ -112,6 +112,24 @@ def main_left_behind() -> Iterator[None]:
         main.__dict__.update(hidden)
 
 
+class _Spawned(multiprocessing.context.SpawnProcess):
+    """A spawned process that starts without the caller's main module (:func:`main_left_behind`)."""
+
+    def start(self) -> None:
+        with main_left_behind():
+            super().start()
+
+
+class _SpawnContext(multiprocessing.context.SpawnContext):
+    Process = _Spawned
+
+
+def spawn_context() -> multiprocessing.context.SpawnContext:
+    """The start method of nlndl's worker pools: ``spawn`` (a forked torch can hang in its thread pool), each
+    process started without the caller's main module, whenever the pool starts it."""
+    return _SpawnContext()
+
+
 def each_relation(
     read: Callable[[Path, int], Any],
     work: Callable[..., Any],
@@ -144,7 +162,7 @@ def each_relation(
         return out
     pool = ProcessPoolExecutor(
         workers,
-        mp_context=multiprocessing.get_context("spawn"),
+        mp_context=spawn_context(),
         initializer=_start,
         initargs=(read, directory, config.memory_limit),
     )
@@ -154,8 +172,7 @@ def each_relation(
     def hand_out() -> None:
         target = waiting.pop(0)
         started(target)
-        with main_left_behind():  # the pool starts its processes as work is submitted
-            running[pool.submit(_work, work, directory, target, config, (extra or {}).get(target, ()))] = target
+        running[pool.submit(_work, work, directory, target, config, (extra or {}).get(target, ()))] = target
 
     try:
         for _ in range(min(workers, len(waiting))):

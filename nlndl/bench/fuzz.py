@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nlndl.workers import spawn_context
+
 REPORT_EVERY = 100  # inputs per progress line
 HANG_SECONDS = 5.0  # an input that takes longer counts as a hang
 MEMORY_CAP = 4 * 1024**3  # the worker's address-space limit, beyond the interpreter's own use
@@ -449,7 +451,7 @@ def run(
     report = FuzzReport()
     started = time.perf_counter()
     stream = cases(seed, seed_sketches(examples))
-    ctx = mp.get_context("spawn")
+    ctx = spawn_context()
     with tempfile.TemporaryDirectory(prefix="nlndl-fuzz-") as workdir:
         worker = None
         inbox: mp.Queue = ctx.Queue()

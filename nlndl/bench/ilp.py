@@ -212,19 +212,16 @@ def _run_parallel(
 ) -> Iterator[tuple[list[Task], int, list[LearnResult], float]]:
     """Every (unit, seed) in a pool of ``jobs`` processes: each unit's tasks, seed, results and the CPU seconds
     its worker spent, as they finish."""
-    import multiprocessing
-
-    from nlndl.workers import main_left_behind
+    from nlndl.workers import spawn_context
 
     threads = max(1, len(os.sched_getaffinity(0)) // jobs) if hasattr(os, "sched_getaffinity") else 1
-    context = multiprocessing.get_context("spawn")  # no fork of a process that holds torch's thread pools
+    context = spawn_context()  # no fork of a process that holds torch's thread pools, nor the caller's script
     with ProcessPoolExecutor(jobs, mp_context=context, initializer=_start_worker, initargs=(threads,)) as pool:
-        with main_left_behind():  # the workers are started as work is submitted, without the caller's script
-            pending = {
-                pool.submit(_run_unit, unit, seed, max_iters, time_limit, device): (unit, seed)
-                for seed in range(seeds)
-                for unit in units(tasks)
-            }
+        pending = {
+            pool.submit(_run_unit, unit, seed, max_iters, time_limit, device): (unit, seed)
+            for seed in range(seeds)
+            for unit in units(tasks)
+        }
         for future in as_completed(pending):
             unit, seed = pending[future]
             results, cpu = future.result()

@@ -143,9 +143,9 @@ def competing_process(busy: bool) -> Iterator[None]:
     if not busy:
         yield
         return
-    import multiprocessing as mp
+    from nlndl.workers import spawn_context
 
-    hog = mp.get_context("spawn").Process(target=_spin, daemon=True)
+    hog = spawn_context().Process(target=_spin, daemon=True)
     hog.start()
     time.sleep(0.5)  # let it reach its loop
     try:
