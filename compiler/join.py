@@ -15,6 +15,7 @@ Measured against engines before writing it (one join step of the 1,000-person fo
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from itertools import combinations
 from typing import TYPE_CHECKING
 
@@ -137,10 +138,84 @@ def _joined(
     return sorted_unique(np.concatenate([first, keys]))
 
 
-def _check(pairs: int, memory_limit: int, what: str, per_pair: int = PAIR_BYTES) -> None:
+@dataclass
+class _Part:
+    """One atom's candidate values of a variable, per row: the row's matched range of ``values`` (``lo``,
+    ``count``), or all of ``values`` for every row (``lo`` None); ``partners``: the other variables the atom
+    joins the variable to."""
+
+    values: np.ndarray
+    lo: np.ndarray | None
+    count: np.ndarray
+    partners: set[int]
+
+    def block(self, first: int, last: int) -> tuple[np.ndarray, np.ndarray]:
+        """The (row, value) candidates of rows first..last-1."""
+        if self.lo is None:
+            return np.repeat(np.arange(first, last), self.values.size), np.tile(self.values, last - first)
+        count = self.count[first:last]
+        return np.repeat(np.arange(first, last), count), self.values[ranges(self.lo[first:last], count)]
+
+
+def _candidates(
+    low: Lowering, v: int, columns: list[np.ndarray], n_rows: int, bound: list[int], need_bound: int
+) -> list[_Part]:
+    """Per true extensional atom that binds ``v``, its candidate values per row of the bound ``columns``, as
+    matched ranges (counted, not yet spelled out)."""
+    sizes = low.sizes
+    parts = []
+    for atom in (a for a in low.extensional if a.binds(v)):
+        facts = _facts(low, atom)
+        shared = sorted({u for u in atom.vars if u in bound})
+        if not facts.size or (need_bound > 0 and not shared):
+            continue  # under prune=path, an atom over later variables alone cannot bind v on its own
+        at_v = atom.vars.index(v)
+        others = set(atom.vars) - {v}
+        if shared:
+            first = [atom.vars.index(u) for u in shared]
+            key_sizes = [sizes[u] for u in shared]
+            fact_keys = _encode([facts[:, i] for i in first], key_sizes)
+            row_keys = _encode([columns[u] for u in shared], key_sizes)
+            order, lo, count = matched_ranges(row_keys, fact_keys)
+            parts.append(_Part(facts[order, at_v], lo, count, others))
+        else:  # nothing to join on: every row may take any value the atom gives v
+            values = np.unique(facts[:, at_v])
+            parts.append(_Part(values, None, np.full(n_rows, values.size, dtype=np.int64), others))
+    return parts
+
+
+def _block(parts: list[_Part], first: int, last: int) -> tuple[list[np.ndarray], list[np.ndarray], list[set[int]]]:
+    """The candidates of rows first..last-1 as :func:`_joined` reads them: per part its rows and values, the
+    domain's first constant (which always binds) first."""
+    row_parts = [np.arange(first, last)]
+    value_parts = [np.zeros(last - first, dtype=np.int64)]
+    for part in parts:
+        rows, values = part.block(first, last)
+        row_parts.append(rows)
+        value_parts.append(values)
+    return row_parts, value_parts, [set()] + [part.partners for part in parts]
+
+
+def _blocks(counts: np.ndarray, memory_limit: int, what: str, per_pair: int) -> list[tuple[int, int]]:
+    """Consecutive row ranges whose candidates (``counts`` per row) fit ``memory_limit`` at ``per_pair`` bytes
+    each; JoinTooLarge where one row's alone do not."""
+    most = max(memory_limit // per_pair, 1)
+    total = np.cumsum(counts)
+    blocks, first = [], 0
+    while first < counts.size:
+        before = int(total[first - 1]) if first else 0
+        last = int(np.searchsorted(total, before + most, "right"))
+        if last == first:
+            _check(int(counts[first]), memory_limit, what, per_pair)
+        blocks.append((first, last))
+        first = last
+    return blocks
+
+
+def _check(pairs: int, memory_limit: int, what: str, per_pair: int = PAIR_BYTES, kind: str = "candidate") -> None:
     if pairs * per_pair > memory_limit:
         raise JoinTooLarge(
-            f"enumerating the substitutions would hold {pairs:,} candidate bindings of {what} "
+            f"enumerating the substitutions would hold {pairs:,} {kind} bindings of {what} "
             f"(about {size_text(pairs * per_pair)}), over the limit of {size_text(memory_limit)}; "
             "reduce vars, restrict body=[...], or raise --memory-limit"
         )
@@ -162,36 +237,21 @@ def kept_by_join(low: Lowering, heads: np.ndarray | None, memory_limit: int) -> 
         columns = [np.asarray(c, dtype=np.int64) for c in np.unravel_index(np.arange(n_rows), sizes[:h])]
     bound = list(range(h))
     for v in range(h, spec.vars):
-        row_parts = [np.arange(n_rows)]
-        value_parts = [np.zeros(n_rows, dtype=np.int64)]  # the domain's first constant always binds
-        partners: list[set[int]] = [set()]  # per part, the other variables its atom joins v to
         # prune=path: v needs this many partners among the bound variables, whatever the later ones give it
         need_bound = low.partners - (spec.vars - 1 - v) if low.partners > 1 else 0
-        for atom in (a for a in low.extensional if a.binds(v)):
-            facts = _facts(low, atom)
-            shared = sorted({u for u in atom.vars if u in bound})
-            if not facts.size or (need_bound > 0 and not shared):
-                continue  # under prune=path, an atom over later variables alone cannot bind v on its own
-            at_v = atom.vars.index(v)
-            if shared:
-                first = [atom.vars.index(u) for u in shared]
-                key_sizes = [sizes[u] for u in shared]
-                fact_keys = _encode([facts[:, i] for i in first], key_sizes)
-                row_keys = _encode([columns[u] for u in shared], key_sizes)
-                rows, values = sorted_join(row_keys, fact_keys, facts[:, at_v])
-            else:  # nothing to join on: every row may take any value the atom gives v
-                values = np.unique(facts[:, at_v])
-                _check(n_rows * values.size, memory_limit, f"variable {v}")
-                rows = np.repeat(np.arange(n_rows), values.size)
-                values = np.tile(values, n_rows)
-            row_parts.append(rows)
-            value_parts.append(values)
-            partners.append(set(atom.vars) - {v})
-        pairs = sum(r.size for r in row_parts)
-        _check(pairs, memory_limit, f"variable {v}", PAIR_BYTES + COLUMN_BYTES * (len(columns) + 1))
-        if low.partners > 1:
-            flat = _joined(row_parts, value_parts, partners, sizes[v], max(need_bound, 1))
+        parts = _candidates(low, v, columns, n_rows, bound, need_bound)
+        per_pair = PAIR_BYTES + COLUMN_BYTES * (len(columns) + 1)
+        counts = np.ones(n_rows, dtype=np.int64) + sum(part.count for part in parts)  # the first constant: 1
+        if low.partners > 1:  # prune=path keeps few of the candidates: they are joined a block of rows at a time
+            blocks = _blocks(counts, memory_limit, f"variable {v}", per_pair)
+            flat = np.concatenate(
+                [np.zeros(0, dtype=np.int64)]
+                + [_joined(*_block(parts, first, last), sizes[v], max(need_bound, 1)) for first, last in blocks]
+            )
+            _check(flat.size, memory_limit, f"variable {v}", per_pair, "kept")
         else:
+            _check(int(counts.sum()), memory_limit, f"variable {v}", per_pair)
+            row_parts, value_parts, _ = _block(parts, 0, n_rows)
             flat = sorted_unique(np.concatenate(row_parts) * sizes[v] + np.concatenate(value_parts))
         rows, values = np.divmod(flat, sizes[v])  # each (row, value) once
         columns = [c[rows] for c in columns] + [values]

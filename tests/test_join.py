@@ -141,3 +141,48 @@ def test_sorted_counts_are_np_uniques():
         got, got_counts = sorted_counts(keys)
         assert got.tolist() == want.tolist() and got_counts.tolist() == counts.tolist()
         assert sorted_unique(keys).tolist() == want.tolist()
+
+
+def hubs(prune: str) -> str:
+    """p(h_i, h_i+1) over hubs of 101 edges each, joined through one middle node m_i: the candidates of the third
+    variable are the hubs' neighbours (about 200 per head atom), prune=path keeps m_i and the first constant."""
+    lines = [".decl e(x: symbol, y: symbol)"]
+    for i in range(21):
+        lines += [f"e(h{i}, l{i}_{j})." for j in range(100)] + [f"e(h{i}, m{i}).", f"e(m{i}, h{i + 1})."]
+    lines += [".decl p(x: symbol, y: symbol)", f".learn p(vars=3, body=[e], prune={prune})"]
+    return "\n".join(lines + [f".pos p(h{i}, h{i + 1})." for i in range(20)]) + "\n"
+
+
+@pytest.mark.parametrize("prune", ["path", "extensional"])
+def test_path_pruning_joins_candidates_past_the_memory_limit_a_block_of_rows_at_a_time(prune, tmp_path, monkeypatch):
+    """Under prune=path the candidates (4,099 here) may pass the memory limit when what is kept (40) does not:
+    they are joined in blocks of rows, to the same substitutions; without the pruning, the kept are the
+    candidates, and the join is refused with its estimate."""
+    import nlndl.compiler.join as join
+
+    real, seen, blocks = lowering.Lowering.kept, {}, []
+    real_blocks = join._blocks
+
+    def both(self, heads=None, memory_limit=2**62):
+        whole = real(self, heads, memory_limit)
+        seen["walk"], seen["whole"] = self.walk(heads), whole
+        try:
+            seen["small"] = real(self, heads, 100_000)
+        except join.JoinTooLarge as exc:
+            seen["small"] = exc
+        return whole
+
+    monkeypatch.setattr(lowering.Lowering, "kept", both)
+    monkeypatch.setattr(join, "_blocks", lambda *args: blocks.append(real_blocks(*args)) or blocks[-1])
+    path = tmp_path / "s.dl"
+    path.write_text(hubs(prune))
+    compile_sketch(path)
+    assert np.array_equal(seen["whole"], seen["walk"])
+    if prune == "path":
+        assert seen["whole"].size == 40
+        assert np.array_equal(seen["small"], seen["whole"])
+        assert [len(b) for b in blocks] == [1, 5]
+    else:
+        assert seen["whole"].size == 4_079
+        assert isinstance(seen["small"], join.JoinTooLarge)
+        assert "4,099 candidate bindings of variable 2" in seen["small"].args[-1]
