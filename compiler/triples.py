@@ -14,6 +14,7 @@ holds (a negative that is true in the test split would leak it).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -164,38 +165,71 @@ def drawn_order(positives: list[tuple[str, str]], seed: int) -> list[tuple[str, 
     return [positives[i] for i in order]
 
 
-def neighbours(
-    background: dict[str, list[tuple[str, str]]], also: list[tuple[str, str]] = ()
-) -> tuple[np.ndarray, dict[str, int], object]:
-    """The background's edges as index pairs, each entity's index (those of ``also`` too, then one more row for
-    an entity in neither), and the symmetric 0/1 adjacency over every relation (scipy CSR)."""
-    from scipy import sparse  # imported here: only a knowledge graph's sketch needs it
+class Indexed:
+    """A background's relations as index pairs over one numbering of the entities (one more row for an entity
+    outside it), made once per sketch: the budget's counts and the body's choice read these arrays, not names.
+    """
 
-    names = sorted({e for rows in background.values() for pair in rows for e in pair} | {e for p in also for e in p})
-    at = {e: i for i, e in enumerate(names)}
-    n = len(names) + 1
-    edges = np.array([(at[h], at[t]) for rows in background.values() for h, t in rows], dtype=np.int64).reshape(-1, 2)
-    near = sparse.csr_matrix(
-        (np.ones(2 * len(edges), dtype=np.float32), (np.r_[edges[:, 0], edges[:, 1]], np.r_[edges[:, 1], edges[:, 0]])),
-        shape=(n, n),
-    )
-    near.data[:] = 1
-    return edges, at, near
+    def __init__(self, background: dict[str, list[tuple[str, str]]], also: Iterable[str] = ()) -> None:
+        flat = [e for rows in background.values() for pair in rows for e in pair]
+        names = sorted(set(flat).union(also))
+        self.at = {e: i for i, e in enumerate(names)}
+        self.n = len(names) + 1
+        codes = np.array(list(map(self.at.__getitem__, flat)), dtype=np.int64).reshape(-1, 2)
+        ends = np.cumsum([len(rows) for rows in background.values()])
+        self.edges = dict(zip(background, np.split(codes, ends[:-1]), strict=True))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.edges)
+
+    def __len__(self) -> int:
+        return len(self.edges)
+
+    def index(self, pairs: list[tuple[str, str]]) -> np.ndarray:
+        """(len(pairs), 2) int64: each pair's head and tail index (the extra row for an entity outside)."""
+        codes = [self.at.get(e, self.n - 1) for pair in pairs for e in pair]
+        return np.array(codes, dtype=np.int64).reshape(-1, 2)
+
+    def only(self, relations: Iterable[str]) -> Indexed:
+        """The same numbering, with these relations' edges alone."""
+        out = object.__new__(Indexed)
+        out.at, out.n, out.edges = self.at, self.n, {r: self.edges[r] for r in relations}
+        return out
+
+    def all_edges(self) -> np.ndarray:
+        return np.concatenate([np.zeros((0, 2), dtype=np.int64), *self.edges.values()])
+
+    def near(self) -> object:
+        """The symmetric 0/1 adjacency over every relation (scipy CSR)."""
+        from scipy import sparse  # imported here: only a knowledge graph's sketch needs it
+
+        edges = self.all_edges()
+        near = sparse.csr_matrix(
+            (
+                np.ones(2 * len(edges), dtype=np.float32),
+                (np.r_[edges[:, 0], edges[:, 1]], np.r_[edges[:, 1], edges[:, 0]]),
+            ),
+            shape=(self.n, self.n),
+        )
+        near.data[:] = 1
+        return near
 
 
-def third_values(background: dict[str, list[tuple[str, str]]], pairs: list[tuple[str, str]], path: bool) -> np.ndarray:
+def third_values(
+    background: dict[str, list[tuple[str, str]]] | Indexed, pairs: list[tuple[str, str]], path: bool
+) -> np.ndarray:
     """Per head atom (a, b) of ``pairs``, the substitutions of a clause of three variables over ``background``
     that pruning keeps: the third variable at every entity that a true atom joins to a or b, or that has an edge
     to itself (a true ``p(C, C)``), under ``prune=path`` at those joined to both; and at its domain's first
     constant (counted once more, an upper bound)."""
-    edges, at, near = neighbours(background)
-    n = near.shape[0]
-    heads = np.array([at.get(h, n - 1) for h, _ in pairs], dtype=np.int64)
-    tails = np.array([at.get(t, n - 1) for _, t in pairs], dtype=np.int64)
+    graph = background if isinstance(background, Indexed) else Indexed(background)
+    near = graph.near()
+    heads, tails = graph.index(pairs).T
     if path:
         joined = near[heads].multiply(near[tails])
         return joined.getnnz(axis=1).astype(np.int64) + 1
-    loops = np.zeros(n, dtype=bool)
+    edges = graph.all_edges()
+    loops = np.zeros(graph.n, dtype=bool)
     loops[edges[edges[:, 0] == edges[:, 1], 0]] = True
     either = near[heads] + near[tails]
     counts = either.getnnz(axis=1).astype(np.int64)
@@ -205,7 +239,7 @@ def third_values(background: dict[str, list[tuple[str, str]]], pairs: list[tuple
 
 
 def within_budget(
-    positives: list[tuple[str, str]], background: dict[str, list[tuple[str, str]]], negatives: int, most: int
+    positives: list[tuple[str, str]], background: dict[str, list[tuple[str, str]]] | Indexed, negatives: int, most: int
 ) -> list[tuple[str, str]]:
     """The longest prefix of ``positives`` (at least one) whose substitutions under ``prune=path``
     (:func:`third_values`), with ``negatives`` corrupted triples each of about as many, stay within ``most``."""
@@ -214,7 +248,7 @@ def within_budget(
 
 
 def path_scores(
-    background: dict[str, list[tuple[str, str]]],
+    background: dict[str, list[tuple[str, str]]] | Indexed,
     positives: list[tuple[str, str]],
     negatives: list[tuple[str, str]],
 ) -> dict[str, float]:
@@ -223,24 +257,20 @@ def path_scores(
     on the other): how far a clause over it can tell the target's triples from corrupted ones."""
     from scipy import sparse
 
-    _, at, near = neighbours(background, positives + negatives)
-    n = near.shape[0]
+    graph = background if isinstance(background, Indexed) else Indexed(background)
+    near, n = graph.near(), graph.n
 
-    def matrix(pairs: list[tuple[str, str]]) -> sparse.csr_matrix:
-        if not pairs:
-            return sparse.csr_matrix((n, n), dtype=np.float32)
-        h, t = np.array([(at[a], at[b]) for a, b in pairs]).T
-        out = sparse.csr_matrix((np.ones(h.size, dtype=np.float32), (h, t)), shape=(n, n))
+    def matrix(edges: np.ndarray) -> sparse.csr_matrix:
+        out = sparse.csr_matrix((np.ones(len(edges), dtype=np.float32), (edges[:, 0], edges[:, 1])), shape=(n, n))
         out.data[:] = 1
         return out
 
-    mats = {r: matrix(rows) for r, rows in background.items()}
+    mats = {r: matrix(edges) for r, edges in graph.edges.items()}
 
     def shares(examples: list[tuple[str, str]]) -> dict[str, float]:
         if not examples:
             return dict.fromkeys(mats, 0.0)
-        heads = np.array([at[h] for h, _ in examples])
-        tails = np.array([at[t] for _, t in examples])
+        heads, tails = graph.index(examples).T
         near_head, near_tail = near[heads], near[tails]
         out = {}
         for r, m in mats.items():
@@ -256,7 +286,7 @@ def path_scores(
 
 
 def body_relations(
-    background: dict[str, list[tuple[str, str]]],
+    background: dict[str, list[tuple[str, str]]] | Indexed,
     positives: list[tuple[str, str]],
     negatives: list[tuple[str, str]],
     most: int | None,
@@ -365,22 +395,25 @@ def kg_sketch(
     order = drawn_order(positives, seed)
     everything = len(background)
 
-    def too_large(relations: dict[str, list[tuple[str, str]]]) -> bool:
+    def too_large(relations: Indexed) -> bool:
         """Whether the network of every positive over ``relations`` would pass ``max_entries``."""
         whole = (1 + negatives) * int(third_values(relations, positives, False).sum())
         return whole * ATOMS_PER_RELATION * len(relations) > (max_entries or 0)
 
     prune = "extensional"
-    if max_entries is not None and vars == 3 and too_large(background):
-        if max_body is not None and len(background) > max_body:
-            scored = order[:SCORED]
-            drawn = corrupt(scored, entities, known, negatives, np.random.default_rng([seed, 11]))
-            chosen = body_relations(background, scored, drawn, max_body)
-            background = {r: background[r] for r in chosen}
-        if too_large(background):
-            prune = "path"
-            most = max_entries // (ATOMS_PER_RELATION * len(background))
-            order = within_budget(order, background, negatives, most)
+    if max_entries is not None and vars == 3:
+        indexed = Indexed(background, entities)
+        if too_large(indexed):
+            if max_body is not None and len(background) > max_body:
+                scored = order[:SCORED]
+                drawn = corrupt(scored, entities, known, negatives, np.random.default_rng([seed, 11]))
+                chosen = body_relations(indexed, scored, drawn, max_body)
+                background = {r: background[r] for r in chosen}
+                indexed = indexed.only(chosen)
+            if too_large(indexed):
+                prune = "path"
+                most = max_entries // (ATOMS_PER_RELATION * len(background))
+                order = within_budget(order, indexed, negatives, most)
     chosen = list(background)
     positives = sorted(order)
     drawn = corrupt(positives, entities, known, negatives, np.random.default_rng([seed, 11]))
