@@ -96,10 +96,10 @@ def anyburl_text(
             counts = one.counts(rule, conf)
             rows.append((-conf, f"{counts['predicted']}\t{counts['correct']}\t{conf:.6f}\t{anyburl_rule(rule, one)}"))
         if graph is not None and limit:
-            restated = one.chains()
+            restated, known = one.chains(), graph.known_matrices()
             counted = [  # each body let go as soon as it is counted
                 (-r.confidence, f"{r.predicted}\t{r.correct}\t{r.confidence:.6f}\t{r.text(one.relation, ' <= ')}")
-                for r in paths.each(graph.known_matrices(), one.relation, length, seed)
+                for r in (one.counted if one.counted is not None else paths.each(known, one.relation, length, seed))
                 if not r.restated(restated) and not r.reflexive
             ]
             rows += sorted(counted, key=lambda row: row[0])[:limit]

@@ -311,15 +311,20 @@ class PoolJudge:
         return bool(better.any())
 
 
-def counted_floor(graph: Graph, target: str, length: int, seed: int) -> np.ndarray:
+def counted_floor(
+    graph: Graph, target: str, length: int, seed: int, listed: list[paths.PathRule] | None = None
+) -> np.ndarray:
     """Per known pair of ``target`` (in its matrix's order), the best confidence of a counted path rule
     (nlndl.paths) deriving it. The ranking takes the best of these and the clauses, so a clause read out
-    improves the pool only where it beats them: training stops once the network finds nothing they lack."""
+    improves the pool only where it beats them: training stops once the network finds nothing they lack.
+    ``listed``, if given, receives each counted rule without its pairs (for the rule list, not counted again)."""
     known = graph.relation_matrix(target)
     keys = known_keys(known)
     best = np.zeros(known.nnz, dtype=np.float64)
     for rule in paths.each(graph.known_matrices(), target, length, seed):
         raise_floor(best, keys, rule)
+        if listed is not None:
+            listed.append(rule.listed())
     return best
 
 
@@ -378,6 +383,8 @@ class RelationRules:
     pairs: dict[Rule, sparse.csr_matrix] = field(repr=False, default_factory=dict)  # each rule's derived pairs
     seconds: float = 0.0
     peak_rss: int = 0  # bytes: the learning process's peak resident memory once this relation was learned
+    # the counted path rules (nlndl.paths, without their pairs) where learning counted them for its floor
+    counted: list[paths.PathRule] | None = field(repr=False, default=None)
 
     def rules(self, shape: tuple[int, int], clauses: bool = True, asked: np.ndarray | None = None) -> Aggregate:
         """The clauses (or the program's rules) with their confidences, to rank with (:mod:`nlndl.ranking`);
@@ -537,8 +544,10 @@ def learn_relation(
         found = " ".join(d.message for d in exc.diagnostics.errors)
         raise JobError(f"{directory}: error: relation {target!r} (as nlndl kg sketch writes it): {found}") from None
     sources = {ident: (target if name == FACT else name) for name, ident in made.relations.items()}
+    counted = None
     if floor is None:
-        floor = counted_floor(graph, target, config.path_length, config.seed)
+        counted = []
+        floor = counted_floor(graph, target, config.path_length, config.seed, counted)
     judge = PoolJudge(graph, target, sources, floor)
     learned = LearnConfig(
         train=TrainConfig(seed=config.seed, max_iters=config.max_iters, time_limit=config.time_limit),
@@ -566,7 +575,9 @@ def learn_relation(
     ]
     clauses = sorted(ranking, key=lambda rc: -rc[1])
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
-    return RelationRules(target, made.relations[target], sources, result, program_rules, clauses, pairs, seconds, rss)
+    return RelationRules(
+        target, made.relations[target], sources, result, program_rules, clauses, pairs, seconds, rss, counted
+    )
 
 
 def learn_graph(

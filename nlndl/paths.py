@@ -17,7 +17,7 @@ sample of FB15k-237's relations: more paths of three atoms changed neither's MRR
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
@@ -77,6 +77,12 @@ class PathRule:
     @property
     def confidence(self) -> float:
         return self.correct / self.predicted if self.predicted else 0.0
+
+    def listed(self) -> PathRule:
+        """The rule without its pairs: what a rule list writes of it (:meth:`text`, the counts), kept past the
+        count at the cost of a few numbers."""
+        none = np.zeros(0, dtype=np.int64)
+        return replace(self, rows=none, columns=none)
 
     def restated(self, chains: set[tuple[Atom, ...]]) -> bool:
         """Whether a clause among ``chains`` (path clauses, :func:`nlndl.kg_rules.chains_of`) says what this rule says:

@@ -147,8 +147,8 @@ def test_a_relation_stops_once_its_clause_pool_stops_growing(tmp_path):
     have added nothing to the pool, with the best clause the patient run ends with."""
     directory = families(tmp_path / "kg")
     graph = Graph.read(directory)
-    patient = learn_relation(directory, graph, "aunt", KGConfig(time_limit=60, max_iters=400, pool_patience=None))
-    quick = learn_relation(directory, graph, "aunt", KGConfig(time_limit=60, max_iters=400, pool_patience=100))
+    patient = learn_relation(directory, graph, "aunt", KGConfig(time_limit=600, max_iters=400, pool_patience=None))
+    quick = learn_relation(directory, graph, "aunt", KGConfig(time_limit=600, max_iters=400, pool_patience=100))
     assert quick.result.iterations < patient.result.iterations == 400
     assert quick.clauses and quick.clauses[0][1] == pytest.approx(0.7), "14 of 20 sisters of a parent are aunts"
     assert quick.clauses[0] == patient.clauses[0]
@@ -182,6 +182,22 @@ def test_paths_counted_once_give_the_floor_and_the_ranking_alike(tmp_path):
     assert alone.floor is None and alone.count == counted.count > 0 and alone.chains == counted.chains
     for how in ("top", "max"):
         assert (alone.rules.scores(how) != counted.rules.scores(how)).nnz == 0
+
+
+def test_the_rule_list_writes_the_path_rules_that_learning_counted_as_counting_them_again_does(tmp_path):
+    """kg train counts a relation's path rules once, for the clause pool's floor; rules.tsv lists those counts
+    (without their pairs), as counting them again for the list gives them."""
+    from dataclasses import replace
+
+    from nlndl import kg_export
+
+    directory = families(tmp_path / "kg")
+    graph = Graph.read(directory)
+    one = learn_relation(directory, graph, "aunt", KGConfig(path_length=3, max_iters=40, time_limit=5))
+    assert one.counted and all(rule.rows.size == 0 for rule in one.counted)
+    listed = kg_export.anyburl_text([one], graph, 100, 0, 3)
+    assert listed == kg_export.anyburl_text([replace(one, counted=None)], graph, 100, 0, 3)
+    assert sum("<=" in line for line in listed.splitlines()) > len(one.clauses)
 
 
 def test_kg_train_writes_the_anyburl_rule_list_and_predicts_with_explanations(tmp_path):
