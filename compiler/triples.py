@@ -24,6 +24,7 @@ from nlndl.compiler import ast
 from nlndl.compiler.check import RESERVED
 from nlndl.compiler.diagnostics import Diagnostics, Span
 from nlndl.compiler.facts import read_facts
+from nlndl.compiler.join import ranges, sorted_unique
 from nlndl.compiler.parser import parse_source
 from nlndl.compiler.symbols import quoted
 from nlndl.defaults import KG_BODY, KG_ENTRIES, KG_NEGATIVES, KG_VARS
@@ -33,6 +34,7 @@ SPLITS = ("facts", "train", "valid", "test")
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 ATOMS_PER_RELATION = 9  # candidate atoms a binary relation gives a clause of three variables, at most
 SCORED = 1000  # positives (and their negatives) that score the relations a clause body may read
+SCORE_BLOCK = 256  # examples whose edges are gathered at once while scoring them
 MAX_DRAWS = 100  # draws per wanted negative before a positive is left with fewer (a nearly complete relation)
 
 
@@ -254,35 +256,40 @@ def path_scores(
 ) -> dict[str, float]:
     """Per background relation, the share of positives minus the share of negatives whose head and tail it
     joins by a path of at most two edges (it on one of them, read either way, through any relation of the graph
-    on the other): how far a clause over it can tell the target's triples from corrupted ones."""
-    from scipy import sparse
-
+    on the other): how far a clause over it can tell the target's triples from corrupted ones. Every relation
+    at once: each example's edges at its head and at its tail, a block of examples at a time."""
     graph = background if isinstance(background, Indexed) else Indexed(background)
-    near, n = graph.near(), graph.n
-
-    def matrix(edges: np.ndarray) -> sparse.csr_matrix:
-        out = sparse.csr_matrix((np.ones(len(edges), dtype=np.float32), (edges[:, 0], edges[:, 1])), shape=(n, n))
-        out.data[:] = 1
-        return out
-
-    mats = {r: matrix(edges) for r, edges in graph.edges.items()}
+    n, relations = graph.n, list(graph.edges)
+    edges = graph.all_edges()
+    relation = np.repeat(np.arange(len(relations)), [len(e) for e in graph.edges.values()])
+    ends = np.r_[edges[:, 0], edges[:, 1]]  # every edge read both ways, by the end it is read from
+    order = np.argsort(ends, kind="stable")
+    ends, others, relation = ends[order], np.r_[edges[:, 1], edges[:, 0]][order], np.r_[relation, relation][order]
+    near = sorted_unique(ends * n + others)  # the keys of the symmetric adjacency over every relation
 
     def shares(examples: list[tuple[str, str]]) -> dict[str, float]:
         if not examples:
-            return dict.fromkeys(mats, 0.0)
-        heads, tails = graph.index(examples).T
-        near_head, near_tail = near[heads], near[tails]
-        out = {}
-        for r, m in mats.items():
-            both = (m + m.T).tocsr()
-            direct = np.asarray(both[heads, tails]).ravel() > 0
-            first = both[heads].multiply(near_tail).getnnz(axis=1) > 0
-            last = near_head.multiply(both[tails]).getnnz(axis=1) > 0
-            out[r] = float((direct | first | last).mean())
-        return out
+            return dict.fromkeys(relations, 0.0)
+        coded = graph.index(examples)
+        joins = np.zeros((len(examples), len(relations)), dtype=bool)
+        for first in range(0, len(examples), SCORE_BLOCK):
+            heads, tails = coded[first : first + SCORE_BLOCK].T
+            for at, far, from_head in ((heads, tails, True), (tails, heads, False)):
+                lo = np.searchsorted(ends, at, "left")
+                count = np.searchsorted(ends, at, "right") - lo
+                example = np.repeat(np.arange(at.size), count)
+                taken = ranges(lo, count)
+                y = others[taken]
+                # from the head, y then the tail (or y is the tail); from the tail, the head then y
+                key = y * n + far[example] if from_head else far[example] * n + y
+                hit = near[np.minimum(np.searchsorted(near, key), max(near.size - 1, 0))] == key if near.size else y < 0
+                if from_head:
+                    hit |= y == far[example]
+                joins[first + example[hit], relation[taken][hit]] = True
+        return {r: float(joins[:, j].mean()) for j, r in enumerate(relations)}
 
     pos, neg = shares(positives), shares(negatives)
-    return {r: pos[r] - neg[r] for r in mats}
+    return {r: pos[r] - neg[r] for r in relations}
 
 
 def body_relations(
