@@ -179,7 +179,7 @@ class Indexed:
         self.n = len(names) + 1
         codes = np.array(list(map(self.at.__getitem__, flat)), dtype=np.int64).reshape(-1, 2)
         ends = np.cumsum([len(rows) for rows in background.values()])
-        self.edges = dict(zip(background, np.split(codes, ends[:-1]), strict=True))
+        self.edges = dict(zip(background, np.split(codes, ends[:-1]) if background else [], strict=True))
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.edges)
