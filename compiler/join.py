@@ -110,6 +110,14 @@ def sorted_unique(keys: np.ndarray) -> np.ndarray:
     return keys[run_starts(keys)]
 
 
+def member(keys: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
+    """Per key of ``keys``, whether ``sorted_keys`` (ascending) holds it."""
+    if not sorted_keys.size:
+        return np.zeros(keys.shape, dtype=bool)
+    at = np.minimum(np.searchsorted(sorted_keys, keys), sorted_keys.size - 1)
+    return sorted_keys[at] == keys
+
+
 def sorted_counts(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct keys, ascending, and how often each occurs: ``np.unique(keys, return_counts=True)`` by a
     sort (see :func:`sorted_unique`)."""

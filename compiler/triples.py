@@ -24,7 +24,7 @@ from nlndl.compiler import ast
 from nlndl.compiler.check import RESERVED
 from nlndl.compiler.diagnostics import Diagnostics, Span
 from nlndl.compiler.facts import read_facts
-from nlndl.compiler.join import ranges, sorted_unique
+from nlndl.compiler.join import member, ranges, sorted_unique
 from nlndl.compiler.parser import parse_source
 from nlndl.compiler.symbols import quoted
 from nlndl.defaults import KG_BODY, KG_ENTRIES, KG_NEGATIVES, KG_VARS
@@ -282,7 +282,7 @@ def path_scores(
                 y = others[taken]
                 # from the head, y then the tail (or y is the tail); from the tail, the head then y
                 key = y * n + far[example] if from_head else far[example] * n + y
-                hit = near[np.minimum(np.searchsorted(near, key), max(near.size - 1, 0))] == key if near.size else y < 0
+                hit = member(key, near)
                 if from_head:
                     hit |= y == far[example]
                 joins[first + example[hit], relation[taken][hit]] = True

@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 
+from nlndl.compiler.join import member as member  # the compiler's sorted joins use it too
+
 
 def canonical(pairs: sparse.spmatrix | sparse.sparray) -> sparse.csr_matrix:
     """``pairs`` as a CSR matrix with each row's columns once, ascending (a copy where they were not; the
@@ -31,14 +33,6 @@ def nonzero_keys(pairs: sparse.spmatrix | sparse.sparray) -> np.ndarray:
     rows, columns = entries(pairs)
     nonzero = pairs.data != 0
     return rows[nonzero] * pairs.shape[1] + columns[nonzero]
-
-
-def member(keys: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
-    """Per key of ``keys``, whether ``sorted_keys`` (ascending) holds it."""
-    if not sorted_keys.size:
-        return np.zeros(keys.shape, dtype=bool)
-    at = np.minimum(np.searchsorted(sorted_keys, keys), sorted_keys.size - 1)
-    return sorted_keys[at] == keys
 
 
 def taken(pairs: sparse.csr_matrix, rows: np.ndarray, keep: np.ndarray) -> sparse.csr_matrix:
