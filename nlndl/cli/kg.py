@@ -102,9 +102,8 @@ def kg_train_command(
     Relations are learned side by side, one worker process per core (--jobs). Under torchrun (torchrun
     --nproc-per-node N -m nlndl kg train ...) they are shared among the N processes instead, and rank 0
     writes the program."""
-    from nlndl.datalog import render
     from nlndl.jobs import kg as kg_jobs
-    from nlndl.kg_rules import KGConfig
+    from nlndl.kg_rules import KGConfig, clause_text
 
     config = KGConfig(
         seed, time_limit, noise, negatives, vars_, subgraph, size_option(memory_limit), max_iters, device_option(device)
@@ -136,8 +135,8 @@ def kg_train_command(
             f"[{i + 1}/{count}] {relation}: {verdict} in {learned.seconds:.0f} s, {quality}; "
             f"{ranked} clause{'' if ranked == 1 else 's'} with confidence"
         )
-        for rule, conf in learned.program:
-            typer.echo(f"    {render(rule)}  % confidence {conf:.3f}")
+        for rule, conf in learned.program:  # with the graph's relation names, as kg predict and rules.tsv write it
+            typer.echo(f"    {clause_text(rule, learned.relation, learned.sources)}  % confidence {conf:.3f}")
         if not learned.program:
             typer.echo("    (no rule of its program derives a known triple: rules.dl holds none for it)")
 
