@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from nlndl.compiler.diagnostics import Diagnostics, Span
+from nlndl.compiler.join import member
 
 Example = tuple[str, tuple[int, ...], bool, Span]  # predicate, constant ids, positive, where
 
@@ -50,8 +51,7 @@ def sample_negatives(grid: int, taken: np.ndarray, count: int, rng: np.random.Ge
     chosen = np.zeros(0, dtype=np.int64)
     while chosen.size < count:
         draw = rng.integers(0, grid, size=2 * (count - chosen.size) + 16, dtype=np.int64)
-        at = np.minimum(np.searchsorted(taken, draw), max(taken.size - 1, 0))
-        draw = draw[taken[at] != draw] if taken.size else draw
+        draw = draw[~member(draw, taken)]
         pool = np.concatenate([chosen, draw])
         _, first = np.unique(pool, return_index=True)
         chosen = pool[np.sort(first)][:count]  # distinct, in the order drawn: the seed decides which

@@ -15,7 +15,7 @@ from itertools import chain
 
 import numpy as np
 
-from nlndl.compiler.join import ranges, sorted_unique
+from nlndl.compiler.join import member, ranges, sorted_unique
 
 Step = tuple[str, bool]  # a body atom's relation, and whether the walk reads it backwards (a(A2, A1))
 MAX_WALKS = 20_000_000  # entries of one step's walks; past it the rule is left to the evaluator
@@ -111,11 +111,7 @@ class PathJoin:
 
     def _holds(self, step: Step, width: int, probe: np.ndarray) -> np.ndarray:
         """Per key of ``probe`` (source * width + target), whether it is one of the step's facts."""
-        keys = self._keys(step, width)
-        found = np.searchsorted(keys, probe)
-        hit = found < keys.size
-        hit[hit] = keys[found[hit]] == probe[hit]
-        return hit
+        return member(probe, self._keys(step, width))
 
     def derived(self, steps: list[Step], asked: np.ndarray) -> np.ndarray | None:
         """Of the asked (head, tail) pairs (an (m, 2) int64 array), a mask of those the path derives; None where
