@@ -82,10 +82,10 @@ def fact_rows(text: str, file: str, base_types: list[str], diags: Diagnostics) -
             continue
         fields = line.split("\t")
         if len(fields) != len(base_types):
-            diags.error(
-                Span(file, number, 1),
-                f"expected {len(base_types)} tab-separated fields, got {len(fields)}",
-            )
+            spaced = len(fields) == 1 and len(line.split()) == len(base_types)
+            hint = f" (it splits into {len(base_types)} at spaces: separate the fields with tabs)" if spaced else ""
+            wanted = f"expected {len(base_types)} tab-separated fields, got {len(fields)}"
+            diags.error(Span(file, number, 1), wanted + hint)
             continue
         row: list[Value] = []
         column = 1

@@ -86,6 +86,17 @@ def test_a_malformed_triple_file_is_a_located_error_and_nothing_is_written(tmp_p
     assert result.exit_code == 1 and "no relation 'uncle' in the graph" in result.output
 
 
+def test_a_triple_separated_by_spaces_is_named_as_such(tmp_path):
+    directory = family(tmp_path)
+    with (directory / "train.txt").open("a") as f:
+        f.write("s0 aunt k9\ns0 aunt\n")
+    result = runner.invoke(app, ["kg", "sketch", str(directory), "--target", "aunt", "-o", str(tmp_path / "out")])
+    assert result.exit_code == 1
+    spaced = "expected 3 tab-separated fields, got 1 (it splits into 3 at spaces: separate the fields with tabs)"
+    assert f"train.txt:9:1: error: {spaced}" in result.output
+    assert "train.txt:10:1: error: expected 3 tab-separated fields, got 1\n" in result.output
+
+
 def test_kg_sketch_never_overwrites_a_file_it_did_not_write(tmp_path):
     directory = family(tmp_path)
     out = tmp_path / "out"
