@@ -196,6 +196,23 @@ def test_kg_train_leaves_a_rule_that_derives_no_known_triple_out_of_the_program(
     assert program["rules"] and all(c > 0 for c in program["confidences"])
 
 
+def test_kg_train_prints_clauses_with_the_graphs_relation_names(tmp_path):
+    """rules.dl spells has-parent as has_parent; the console, like kg predict and rules.tsv, keeps the graph's
+    names."""
+    graph = write_graph(
+        tmp_path / "G",
+        facts=["a has-parent b", "b has-parent c", "c has-parent d", "d has-parent e"],
+        train=["a grand-parent c", "b grand-parent d", "c grand-parent e"],
+    )
+    out = tmp_path / "out"
+    result = invoke("kg", "train", graph, "-D", out, *QUICK)
+    assert result.exit_code == 0, result.output
+    printed = [line.strip() for line in result.output.splitlines() if "% confidence" in line]
+    assert printed and all(line.startswith("grand-parent(X,Y) :- ") for line in printed), result.output
+    assert "has-parent(" in result.output and "has_parent(" not in result.output
+    assert "grand_parent(A, B) :- " in (out / "rules.dl").read_text()
+
+
 def test_a_program_that_derives_no_example_has_no_precision_to_print():
     from nlndl.verify import Score
 
