@@ -314,6 +314,10 @@ class Learner:
                 simple = simplify(rules, lambda trial, base=score, rules=rules: self.no_worse(trial, base, rules))
             else:
                 simple = simplify(rules, lambda trial: self.derivations.score(trial).solved)
+            if allowed and not self.program.whole:  # clingo checks only a program this check would keep
+                crisp = self.derivations.score(simple)  # the score clingo gives, from the crisp evaluator
+                if not (self.allowance.admits(crisp) and self.beats(simple, crisp)):
+                    continue
             verified = clingo_score(self.program, simple, worlds=self.worlds)
             allowance = self.allowance
             if verified.mistakes <= allowed and self.program.whole:  # trained on subgraphs: the whole worlds judge
@@ -393,11 +397,15 @@ class Learner:
             and cost(score, trial) <= cost(base, rules)
         )
 
-    def accept(self, restart: int, rules: list[Rule], score: Score) -> None:
-        """Keep ``rules`` if they beat the best accepted program: a shorter description (mistakes + literals),
-        then fewer mistakes."""
+    def beats(self, rules: list[Rule], score: Score) -> bool:
+        """Whether ``rules``, scored ``score``, beat the best accepted program: a shorter description (mistakes +
+        literals), then fewer mistakes."""
         best = self.accepted
-        if best is None or (cost(score, rules), score.mistakes) < (cost(best[2], best[1]), best[2].mistakes):
+        return best is None or (cost(score, rules), score.mistakes) < (cost(best[2], best[1]), best[2].mistakes)
+
+    def accept(self, restart: int, rules: list[Rule], score: Score) -> None:
+        """Keep ``rules`` if they beat the best accepted program."""
+        if self.beats(rules, score):
             self.accepted, self.improved = (restart, rules, score), self.checks
 
     def harmful(self, model: ForwardChainer, restarts: torch.Tensor) -> dict[str, torch.Tensor]:
