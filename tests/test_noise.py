@@ -75,6 +75,33 @@ def test_noise_accepts_the_clean_rule_on_mislabelled_examples(tmp_path):
     assert clingo_score(program, result.rules).mistakes == 1
 
 
+def test_under_noise_clingo_checks_only_the_programs_a_check_keeps(tmp_path, monkeypatch):
+    """The crisp evaluator picks the candidates: each program clingo scores is within the allowance and becomes
+    the accepted one (before, clingo scored 44 candidates here, of which one was kept), and the accepted
+    program's score is clingo's."""
+    import nlndl.learn
+
+    program = api.compile(undirected(tmp_path, wrong=1))
+    checked, kept = [], []
+
+    def counted(*args, **kwargs):
+        checked.append(clingo_score(*args, **kwargs))
+        return checked[-1]
+
+    accept = nlndl.learn.Learner.accept
+
+    def keeping(learner, restart, rules, score):
+        before = learner.accepted
+        accept(learner, restart, rules, score)
+        kept.append(learner.accepted is not before)
+
+    monkeypatch.setattr(nlndl.learn, "clingo_score", counted)
+    monkeypatch.setattr(nlndl.learn.Learner, "accept", keeping)
+    result = api.train(program, seed=0, noise=0.1, time_limit=60)
+    assert result.accepted and checked and len(kept) == len(checked) and all(kept)
+    assert checked[-1].to_json() == result.score.to_json()
+
+
 def test_without_noise_a_mislabelled_example_is_not_accepted(tmp_path):
     program = api.compile(undirected(tmp_path, wrong=1))
     result = api.train(program, seed=0, max_iters=60)
