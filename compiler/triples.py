@@ -7,8 +7,10 @@ becomes a binary relation of the sketch (its name made an identifier where it is
 triples there too (as ``<target>_fact``, so that a rule may say "the brother of a sister"), and the
 target's triples of train.txt are its positive examples. A knowledge graph is open world, a missing
 triple unknown rather than false, so the negatives are not the closed world: each positive's head or
-tail is replaced by an entity drawn with the seed, keeping only triples that no split except test.txt
-holds (a negative that is true in the test split would leak it).
+tail is replaced by an entity drawn with the seed, keeping only triples that no split but the one held out
+holds. The split held out (test.txt, or valid.txt where it is the one ranked) may hold a negative as it may
+hold any triple the learner does not know: leaving its triples out of the draw would tell the learner which
+they are.
 """
 
 from __future__ import annotations
@@ -348,12 +350,15 @@ def kg_sketch(
     splits: dict[str, list[Triple]] | None = None,
     max_body: int | None = KG_BODY,
     max_entries: int | None = KG_ENTRIES,
+    held_out: str = "test",
 ) -> KGSketch | None:
     """The sketch (None, with located errors in ``diags``, when the files cannot be read or the target is
     not a relation of the graph); ``splits``: the triples :func:`read_splits` read, if already read. A relation
     whose network would pass ``max_entries`` index entries (substitutions x candidate atoms, counted by
     :func:`third_values`) reads at most ``max_body`` relations (:func:`body_relations`) and, if still past
-    it, is learned under ``prune=path`` from as many positives as :func:`within_budget` keeps; None: no limit."""
+    it, is learned under ``prune=path`` from as many positives as :func:`within_budget` keeps; None: no limit.
+    ``held_out``: the split to be ranked ("test" or "valid"), whose triples a negative may be; the triples of
+    every other split but test.txt are known and never drawn."""
     split = splits if splits is not None else read_splits(directory, diags, memory_limit)
     if diags:
         return None
@@ -398,7 +403,9 @@ def kg_sketch(
         diags.error(train_file, f"no triple of {target!r} in train.txt to learn from")
         return None
     everyone = len(positives)
-    known = {(h, t) for name in ("facts", "train", "valid") for h, r, t in split[name] if r == target}
+    known = {
+        (h, t) for name in ("facts", "train", "valid") if name != held_out for h, r, t in split[name] if r == target
+    }
     order = drawn_order(positives, seed)
     everything = len(background)
 

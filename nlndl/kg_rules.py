@@ -521,14 +521,20 @@ def from_checkpoint(data: dict[str, Any], graph: Graph) -> RelationRules:
 
 
 def learn_relation(
-    directory: Path, graph: Graph, target: str, config: KGConfig, floor: np.ndarray | None = None
+    directory: Path,
+    graph: Graph,
+    target: str,
+    config: KGConfig,
+    floor: np.ndarray | None = None,
+    held_out: str = "test",
 ) -> RelationRules:
     """Learn ``target`` from its ``kg sketch`` (compiled in memory) and score what was found. ``floor``: the
-    clause pool's floor (:func:`counted_floor`), if the caller has counted the path rules already."""
+    clause pool's floor (:func:`counted_floor`), if the caller has counted the path rules already;
+    ``held_out``: the split that will be ranked, whose triples the negatives do not avoid (:func:`kg_sketch`)."""
     diags = Diagnostics()
     made: KGSketch | None = kg_sketch(
         directory, target, diags, config.negatives, config.seed, config.vars, config.memory_limit, graph.triples,
-        config.body, config.entries,
+        config.body, config.entries, held_out,
     )  # fmt: skip
     if made is None:
         raise JobError(diags.render())

@@ -61,6 +61,38 @@ def atom(p: str, a: str, b: str) -> BodyAtom:
     return BodyAtom(p, (("v", a), ("v", b)))
 
 
+def test_the_negatives_avoid_the_triples_of_valid_only_when_test_is_ranked(tmp_path, monkeypatch):
+    """Every corruption drawn: ranking valid.txt, its triple is a negative like any the learner does not know,
+    as test.txt's always is; ranking test.txt, valid.txt's triples are known and never negatives. bench kg
+    tells learning which split it ranks."""
+    rows = {
+        "facts": ["a\ts\tb", "b\ts\tc", "c\ts\td"],
+        "train": ["a\tr\tb", "a\tr\tc", "b\tr\tc"],
+        "valid": ["a\tr\td"],
+        "test": ["a\tr\te"],
+    }
+    graph = tmp_path / "kg"
+    graph.mkdir()
+    for name, lines in rows.items():
+        (graph / f"{name}.txt").write_text("".join(line + "\n" for line in lines))
+    for held_out in ("test", "valid"):
+        made = kg_sketch(graph, "r", Diagnostics(), negatives=8, held_out=held_out)
+        negatives = {(h, t) for h, t, positive in made.examples if not positive}
+        assert ("a", "e") in negatives
+        assert (("a", "d") in negatives) == (held_out == "valid")
+        assert not negatives & {("a", "b"), ("a", "c"), ("b", "c")}
+    told = []
+
+    def learned(directory, graph, target, config, floor=None, held_out="test"):
+        told.append(held_out)
+        return learn_relation(directory, graph, target, config, floor, held_out)
+
+    monkeypatch.setattr(bench, "learn_relation", learned)
+    config = KGConfig(max_iters=20, time_limit=5, jobs=1)
+    bench.learn_and_rank(graph, Graph.read(graph), "r", config, "valid")
+    assert told == ["valid"]
+
+
 def test_gzipped_crlf_files_read_as_plain_ones(tmp_path):
     plain = read_splits(families(tmp_path / "plain"), Diagnostics())
     diags = Diagnostics()

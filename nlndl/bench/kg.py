@@ -74,9 +74,16 @@ def check_layout(directory: Path) -> None:
         raise JobError(f"{directory}: error: needs train.txt and test.txt (and facts.txt in the Neural LP layout)")
 
 
-def protocol(directory: Path) -> dict[str, str]:
+NEGATIVES = (  # what the negatives avoid when test.txt, or valid.txt, is ranked
+    "never a triple of facts.txt, train.txt or valid.txt; test.txt's are drawn as any triple the learner does not know",
+    "never a triple of facts.txt or train.txt; valid.txt's, ranked here, are drawn as any triple the learner does "
+    "not know (nor are test.txt's avoided)",
+)
+
+
+def protocol(directory: Path, split: str = "test") -> dict[str, str]:
     """What the rules read while learning, how a target's own triples are kept from proving themselves, and
-    what they read when test triples are ranked: said in every record."""
+    what they read when the triples of ``split`` are ranked: said in every record."""
     if standard_layout(directory):
         learning = (
             f"train.txt is the graph; for each target relation, {QUERY_SHARE:.0%} of its train.txt triples "
@@ -86,7 +93,7 @@ def protocol(directory: Path) -> dict[str, str]:
     else:
         learning = "facts.txt is the graph (the target's own triples as <target>_fact); train.txt the positives"
     return {
-        "learning": learning + "; negatives: each positive's head or tail corrupted (no split holds them)",
+        "learning": f"{learning}; negatives: each positive's head or tail corrupted, {NEGATIVES[split == 'valid']}",
         "confidence": "support / body count on facts.txt + train.txt (train.txt alone in the standard layout)",
         "ranking": "rules read facts.txt + train.txt (train.txt in the standard layout); each test triple asked "
         "both ways, the other triples of train, valid and test filtered; candidates of equal score ordered by "
@@ -282,7 +289,7 @@ def learn_and_rank(
     start = time.perf_counter()
     counted = count_paths(graph, target, config, asked_pairs(graph, target, split), floor=True)
     counting = time.perf_counter() - start
-    learned = learn_relation(directory, graph, target, config, counted.floor)
+    learned = learn_relation(directory, graph, target, config, counted.floor, split)
     learned.seconds += counting  # a relation's learning takes in the counting of its floor
     return rank_relation(directory, graph, target, config, split, learned, counted)
 
@@ -433,7 +440,7 @@ def _report(
         "baseline_constants: the path rules and the rules with a constant, by max; counted_top: the same by top "
         "with the confidences by class, nlndl's ranking without its clauses"
     )
-    out["protocol"] = protocol(directory)
+    out["protocol"] = protocol(directory, split)
     out["processes"] = process_rank(config.device).size
     out["seconds"] = round(time.perf_counter() - started, 1)
     peak = max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
