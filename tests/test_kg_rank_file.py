@@ -189,3 +189,20 @@ def test_bad_queries_are_located_and_nothing_is_written(trained, tmp_path):
         result = runner.invoke(app, ["kg", "predict", str(out), "--queries", str(queries), "--ranking", str(theirs)])
         assert result.exit_code == 1 and "error: would replace" in result.output, result.output
         assert theirs.read_bytes() == before
+
+
+def test_ranking_valid_triples_says_that_kg_train_never_drew_them_as_negatives(trained, tmp_path):
+    """kg train keeps valid.txt's triples out of its negatives, so figures on them favour the clauses: said
+    where the queries hold them, and of how many; test.txt's, drawn as any unknown triple, draw no remark."""
+    directory, out = trained
+    queries = tmp_path / "queries.txt"
+    queries.write_text((directory / "test.txt").read_text() + (directory / "valid.txt").read_text())
+    assert ranked(out, queries, tmp_path / "a.txt")["valid_triples"] == 6
+    args = ["kg", "predict", str(out), "--queries", str(queries), "--ranking", str(tmp_path / "b.txt")]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "6 of the triples are valid.txt's, which kg train never draws as negatives" in result.output
+    args = ["kg", "predict", str(out), "--queries", str(directory / "test.txt"), "--ranking", str(tmp_path / "c.txt")]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0 and "valid.txt" not in result.output
+    assert ranked(out, directory / "test.txt", tmp_path / "d.txt")["valid_triples"] == 0

@@ -219,12 +219,19 @@ def kg_predict_command(
         done = kg_jobs.rank_kg(output, queries, to, k, progress=tell, jobs=jobs)
         found = done.metrics
         if json_out:
-            typer.echo(json.dumps({"ranking": str(done.path), "triples": done.triples, **found.to_json()}, indent=2))
+            out = {"ranking": str(done.path), "triples": done.triples, **found.to_json(), "valid_triples": done.valid}
+            typer.echo(json.dumps(out, indent=2))
             return
         typer.echo(
             f"wrote {done.path}: {done.triples} triples asked both ways; MRR {found.mrr:.4f}, Hits@1 "
             f"{found.hits1:.4f}, Hits@3 {found.hits3:.4f}, Hits@10 {found.hits10:.4f} (filtered, ties at the mean rank)"
         )
+        if done.valid:
+            typer.echo(
+                f"  {done.valid:,} of the triples are valid.txt's, which kg train never draws as negatives, so the "
+                "learned clauses may have learned where they are; bench kg --split valid ranks valid.txt with them "
+                "drawn as any unknown triple"
+            )
         return
     if to is not None:
         usage("--ranking goes with --queries")

@@ -305,12 +305,14 @@ def predict_kg(output: Path, query: str, k: int = 10, memory_limit: int = DEFAUL
 
 @dataclass
 class KGRanking:
-    """What :func:`rank_kg` did: the file written, the triples ranked, and MRR and Hits@k over both directions
-    (``nlndl.ranking.Metrics``)."""
+    """What :func:`rank_kg` did: the file written, the triples ranked, MRR and Hits@k over both directions
+    (``nlndl.ranking.Metrics``), and how many of the triples are valid.txt's: ``kg train`` never draws those as
+    negatives, so the learned clauses may have learned where they are."""
 
     path: Path
     triples: int
     metrics: Metrics
+    valid: int = 0
 
 
 def rank_kg(
@@ -404,7 +406,8 @@ def rank_kg(
     except OutputError as exc:
         raise JobError(str(exc)) from None
     ranks = np.array([x for one in answered for x in (one.head_rank, one.tail_rank)])
-    return KGRanking(to, len(triples), metrics(ranks))
+    valid = sum(len(set(pairs) & graph.pairs(r, ("valid",))) for r, pairs in asked.items())
+    return KGRanking(to, len(triples), metrics(ranks), valid)
 
 
 @dataclass
