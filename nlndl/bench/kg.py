@@ -95,9 +95,10 @@ def protocol(directory: Path, split: str = "test") -> dict[str, str]:
     return {
         "learning": f"{learning}; negatives: each positive's head or tail corrupted, {NEGATIVES[split == 'valid']}",
         "confidence": "support / body count on facts.txt + train.txt (train.txt alone in the standard layout)",
-        "ranking": "rules read facts.txt + train.txt (train.txt in the standard layout); each test triple asked "
-        "both ways, the other triples of train, valid and test filtered; candidates of equal score ordered by "
-        "how many known triples of the relation they answer (rules without a body), the rest tied at the mean rank",
+        "ranking": "rules read facts.txt + train.txt (train.txt in the standard layout); each "
+        f"{split} triple asked both ways, the other triples of train, valid and test filtered; candidates of "
+        "equal score ordered by how many known triples of the relation they answer (rules without a body), the "
+        "rest tied at the mean rank",
         "paths": f"path rules r(X, Y) :- p(X, A), q(A, B), s(B, Y) of up to the path length, each atom read either "
         f"way, counted on the same triples: every path of two atoms that joins a known pair, and of three atoms the "
         f"{THREE_ATOM_PATHS} joining the most of {SAMPLE} known pairs drawn with the seed (walked in a seeded order "

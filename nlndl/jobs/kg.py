@@ -406,7 +406,10 @@ def rank_kg(
     except OutputError as exc:
         raise JobError(str(exc)) from None
     ranks = np.array([x for one in answered for x in (one.head_rank, one.tail_rank)])
-    valid = sum(len(set(pairs) & graph.pairs(r, ("valid",))) for r, pairs in asked.items())
+    valid = 0
+    for r, pairs in asked.items():
+        held = graph.pairs(r, ("valid",))
+        valid += sum(pair in held for pair in pairs)
     return KGRanking(to, len(triples), metrics(ranks), valid)
 
 
