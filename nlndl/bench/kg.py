@@ -74,11 +74,12 @@ def check_layout(directory: Path) -> None:
         raise JobError(f"{directory}: error: needs train.txt and test.txt (and facts.txt in the Neural LP layout)")
 
 
-NEGATIVES = (  # what the negatives avoid when test.txt, or valid.txt, is ranked
-    "never a triple of facts.txt, train.txt or valid.txt; test.txt's are drawn as any triple the learner does not know",
-    "never a triple of facts.txt or train.txt; valid.txt's, ranked here, are drawn as any triple the learner does "
-    "not know (nor are test.txt's avoided)",
-)
+NEGATIVES = {  # per split ranked, what the negatives avoid (compiler.triples.kg_sketch's held_out)
+    "test": "never a triple of facts.txt, train.txt or valid.txt; test.txt's are drawn as any triple the learner "
+    "does not know",
+    "valid": "never a triple of facts.txt or train.txt; valid.txt's, ranked here, are drawn as any triple the "
+    "learner does not know (nor are test.txt's avoided)",
+}
 
 
 def protocol(directory: Path, split: str = "test") -> dict[str, str]:
@@ -93,7 +94,7 @@ def protocol(directory: Path, split: str = "test") -> dict[str, str]:
     else:
         learning = "facts.txt is the graph (the target's own triples as <target>_fact); train.txt the positives"
     return {
-        "learning": f"{learning}; negatives: each positive's head or tail corrupted, {NEGATIVES[split == 'valid']}",
+        "learning": f"{learning}; negatives: each positive's head or tail corrupted, {NEGATIVES[split]}",
         "confidence": "support / body count on facts.txt + train.txt (train.txt alone in the standard layout)",
         "ranking": "rules read facts.txt + train.txt (train.txt in the standard layout); each "
         f"{split} triple asked both ways, the other triples of train, valid and test filtered; candidates of "
